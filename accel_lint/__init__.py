@@ -1,0 +1,3 @@
+"""accel-lint: find, fix and verify PyTorch training performance anti-patterns."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from accel_lint.cli import main
+
+main()

@@ -1,0 +1,368 @@
+"""`[tool.accel-lint]` configuration to a frozen `Settings`.
+
+Discovery: from the directory holding the linted paths upward, the first
+`accel-lint.toml`, or `pyproject.toml` with a `[tool.accel-lint]` table, wins
+(no merging, like ruff). Unknown keys and codes are errors naming the key.
+Rule selection is layered like ruff's: the file's `select`/`extend-select`/
+`ignore`, then the command line's; within a layer the most specific code or
+prefix wins and `ignore` wins ties.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from accel_lint.rule import Rule
+
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "__pycache__",
+    "__pypackages__",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".accel_lint_cache",
+)
+
+_KEYS = frozenset(
+    {
+        "select",
+        "ignore",
+        "extend-select",
+        "per-file-ignores",
+        "exclude",
+        "unsafe-fixes",
+        "target-torch",
+        "rules",
+    }
+)
+
+
+class ConfigError(Exception):
+    """A configuration or selection error; the CLI prints it and exits 2."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    enabled: frozenset[str]
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    unsafe_fixes: bool = False
+    target_torch: tuple[int, int] | None = None
+    rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    root: Path = field(default_factory=Path.cwd)
+    config_file: Path | None = None
+
+    def options_for(self, rule: type[Rule]) -> dict[str, Any]:
+        values = {name: opt.default for name, opt in rule.options.items()}
+        values.update(self.rule_options.get(rule.code, {}))
+        return values
+
+    def codes_for(self, path: str | os.PathLike[str]) -> frozenset[str]:
+        """Enabled codes for one file, after per-file-ignores."""
+        codes = self.enabled
+        for pattern, ignored in self.per_file_ignores:
+            if path_matches(path, pattern, self.root):
+                codes = codes - ignored
+        return codes
+
+    def is_excluded(self, path: str | os.PathLike[str]) -> bool:
+        return any(path_matches(path, pattern, self.root) for pattern in self.exclude)
+
+    def fingerprint(self) -> str:
+        """Stable hash of everything that changes lint results (for the cache key)."""
+        data = {
+            "enabled": sorted(self.enabled),
+            "pfi": [[p, sorted(c)] for p, c in self.per_file_ignores],
+            "unsafe": self.unsafe_fixes,
+            "torch": self.target_torch,
+            "opts": {k: dict(v) for k, v in sorted(self.rule_options.items())},
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def path_matches(path: str | os.PathLike[str], pattern: str, root: Path) -> bool:
+    """Glob match on the path relative to `root`, on any of its trailing parts, or
+    on the file name; so `tests/*.py`, `legacy` and `*_test.py` all do what they say."""
+    p = PurePath(os.path.abspath(path))
+    try:
+        rel = p.relative_to(os.path.abspath(root))
+        parts = rel.parts
+    except ValueError:
+        parts = p.parts
+    rel_str = "/".join(parts)
+    if fnmatch.fnmatchcase(rel_str, pattern) or fnmatch.fnmatchcase(p.as_posix(), pattern):
+        return True
+    if "/" not in pattern.rstrip("/"):
+        bare = pattern.rstrip("/")
+        return any(fnmatch.fnmatchcase(part, bare) for part in parts)
+    # a pattern naming a directory covers everything below it
+    return any(
+        fnmatch.fnmatchcase("/".join(parts[:i]), pattern.rstrip("/"))
+        for i in range(1, len(parts))
+    )
+
+
+def all_rules() -> tuple[type[Rule], ...]:
+    from accel_lint.rules import ALL_RULES
+
+    return ALL_RULES
+
+
+def rule_by_code() -> dict[str, type[Rule]]:
+    return {r.code: r for r in all_rules()}
+
+
+def _check_codes(codes: Iterable[str], where: str) -> None:
+    known = [r.code for r in all_rules()]
+    for code in codes:
+        if code == "ALL":
+            continue
+        if not re.fullmatch(r"ACL\d{0,3}", code) or not any(k.startswith(code) for k in known):
+            raise ConfigError(f"{where}: unknown rule code or prefix {code!r}")
+
+
+def resolve_selection(layers: Sequence[Selection]) -> frozenset[str]:
+    rules = all_rules()
+    enabled = {r.code for r in rules if r.default_enabled}
+    for layer in layers:
+        _check_codes((*(layer.select or ()), *layer.extend_select, *layer.ignore), "selection")
+        selectors = [*(layer.select or ()), *layer.extend_select]
+        if layer.select is not None:
+            enabled = set()
+        for rule in rules:
+            on = _specificity(rule.code, selectors)
+            off = _specificity(rule.code, layer.ignore)
+            if on > off:
+                enabled.add(rule.code)
+            elif off >= 0 and off >= on:
+                enabled.discard(rule.code)
+    return frozenset(enabled)
+
+
+def _specificity(code: str, selectors: Iterable[str]) -> int:
+    best = -1
+    for sel in selectors:
+        if sel == "ALL":
+            best = max(best, 0)
+        elif code.startswith(sel):
+            best = max(best, len(sel))
+    return best
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest accel-lint.toml, or pyproject.toml with [tool.accel-lint]."""
+    directory = start if start.is_dir() else start.parent
+    for candidate_dir in [directory, *directory.parents]:
+        own = candidate_dir / "accel-lint.toml"
+        if own.is_file():
+            return own
+        pyproject = candidate_dir / "pyproject.toml"
+        if pyproject.is_file() and "accel-lint" in _read_toml(pyproject).get("tool", {}):
+            return pyproject
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def _config_table(path: Path) -> dict[str, Any]:
+    data = _read_toml(path)
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("accel-lint", {})
+    else:
+        table = data.get("tool", {}).get("accel-lint", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.accel-lint] must be a table")
+    return table
+
+
+def _str_list(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: `{key}` must be a list of strings")
+    return tuple(value)
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    m = re.match(r"^\s*(\d+)(?:\.(\d+))?", text)
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
+def infer_target_torch(pyproject: Path) -> tuple[int, int] | None:
+    """The oldest torch the project supports, from its own `torch` requirement."""
+    if not pyproject.is_file():
+        return None
+    try:
+        data = _read_toml(pyproject)
+    except ConfigError:
+        return None
+    project = data.get("project", {})
+    requirements: list[str] = list(project.get("dependencies", []) or [])
+    for extra in (project.get("optional-dependencies", {}) or {}).values():
+        requirements.extend(extra or [])
+    for req in requirements:
+        if not isinstance(req, str):
+            continue
+        m = re.match(r"^\s*torch\s*(\[[^\]]*\])?\s*(.*)$", req.split(";")[0])
+        if not m:
+            continue
+        spec = m.group(2)
+        for op, version in re.findall(r"(>=|==|~=|>)\s*([0-9][0-9.]*)", spec):
+            del op
+            return parse_version(version)
+    return None
+
+
+def load_settings(
+    *,
+    config_path: Path | None = None,
+    search_from: Path | None = None,
+    cli: Selection | None = None,
+    unsafe_fixes: bool | None = None,
+    isolated: bool = False,
+) -> Settings:
+    """Settings from the discovered (or given) config file plus command-line overrides."""
+    path = config_path
+    if path is None and not isolated:
+        path = find_config((search_from or Path.cwd()).resolve())
+    table: dict[str, Any] = {}
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"{path}: configuration file not found")
+        table = _config_table(path)
+    where = path or Path("<defaults>")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key `{unknown[0]}` in [tool.accel-lint] "
+            f"(known: {', '.join(sorted(_KEYS))})"
+        )
+    file_layer = Selection(
+        select=_str_list(table["select"], "select", where) if "select" in table else None,
+        extend_select=_str_list(table.get("extend-select", []), "extend-select", where),
+        ignore=_str_list(table.get("ignore", []), "ignore", where),
+    )
+    try:
+        _check_codes((*(file_layer.select or ()), *file_layer.extend_select, *file_layer.ignore), str(where))
+        enabled = resolve_selection([file_layer, *([cli] if cli else [])])
+    except ConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
+    pfi_raw = table.get("per-file-ignores", {})
+    if not isinstance(pfi_raw, dict):
+        raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+    per_file: list[tuple[str, frozenset[str]]] = []
+    codes = rule_by_code()
+    for pattern, pcodes in pfi_raw.items():
+        plist = _str_list(pcodes, f"per-file-ignores.{pattern}", where)
+        _check_codes(plist, f"{where}: per-file-ignores.{pattern}")
+        expanded = {c for c in codes if any(c.startswith(p) or p == "ALL" for p in plist)}
+        per_file.append((pattern, frozenset(expanded)))
+
+    exclude = DEFAULT_EXCLUDE
+    if "exclude" in table:
+        exclude = DEFAULT_EXCLUDE + _str_list(table["exclude"], "exclude", where)
+
+    unsafe = table.get("unsafe-fixes", False)
+    if not isinstance(unsafe, bool):
+        raise ConfigError(f"{where}: `unsafe-fixes` must be true or false")
+    if unsafe_fixes is not None:
+        unsafe = unsafe_fixes
+
+    root = path.parent if path is not None else (search_from or Path.cwd()).resolve()
+    if root.is_file():
+        root = root.parent
+    target: tuple[int, int] | None = None
+    if "target-torch" in table:
+        raw = table["target-torch"]
+        target = parse_version(str(raw)) if isinstance(raw, (str, int, float)) else None
+        if target is None:
+            raise ConfigError(f"{where}: `target-torch` must be a version such as \"2.1\"")
+    else:
+        target = infer_target_torch(root / "pyproject.toml")
+
+    rule_options = _rule_options(table.get("rules", {}), where)
+    return Settings(
+        enabled=enabled,
+        per_file_ignores=tuple(per_file),
+        exclude=exclude,
+        unsafe_fixes=unsafe,
+        target_torch=target,
+        rule_options=rule_options,
+        root=root,
+        config_file=path,
+    )
+
+
+def _rule_options(raw: Any, where: Path) -> dict[str, dict[str, Any]]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: `rules` must be a table of [tool.accel-lint.rules.<CODE>]")
+    codes = rule_by_code()
+    result: dict[str, dict[str, Any]] = {}
+    for code, values in raw.items():
+        rule = codes.get(code)
+        if rule is None:
+            raise ConfigError(f"{where}: unknown rule code `{code}` in [tool.accel-lint.rules]")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where}: [tool.accel-lint.rules.{code}] must be a table")
+        for key, value in values.items():
+            opt = rule.options.get(key)
+            if opt is None:
+                known = ", ".join(sorted(rule.options)) or "none"
+                raise ConfigError(
+                    f"{where}: unknown key `{key}` in [tool.accel-lint.rules.{code}] "
+                    f"(known: {known})"
+                )
+            if not isinstance(value, opt.kind) or isinstance(value, bool) and opt.kind is int:
+                raise ConfigError(
+                    f"{where}: [tool.accel-lint.rules.{code}] `{key}` has the wrong type"
+                )
+        result[code] = dict(values)
+    return result
+
+
+def parse_codes(value: str | None) -> tuple[str, ...] | None:
+    """`--select ACL1,ACL301` to a tuple; None when the option was not given."""
+    if value is None:
+        return None
+    return tuple(c.strip().upper() if c.strip().upper() == "ALL" else c.strip() for c in value.split(",") if c.strip())

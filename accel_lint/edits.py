@@ -1,0 +1,70 @@
+"""Small node builders shared by the rules' fixes. They keep the file's layout."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+_EMPTY_MODULE = cst.Module([])
+
+
+def code_for(node: cst.CSTNode) -> str:
+    """Source text of a node, without its surrounding whitespace."""
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+def keyword_arg(keyword: str, value: str | cst.BaseExpression) -> cst.Arg:
+    expr = cst.parse_expression(value) if isinstance(value, str) else value
+    return cst.Arg(
+        value=expr,
+        keyword=cst.Name(keyword),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+
+
+def add_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -> cst.Call:
+    """`call` with `keyword=value` appended after its last argument.
+
+    A multi-line call keeps one argument per line, and a trailing comma stays
+    trailing.
+    """
+    new_arg = keyword_arg(keyword, value)
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new_arg])
+    last = args[-1]
+    sep = _separator(args)
+    if isinstance(last.comma, cst.Comma):
+        args[-1] = last.with_changes(comma=sep)
+        args.append(new_arg.with_changes(comma=last.comma))
+    else:
+        args[-1] = last.with_changes(comma=sep)
+        args.append(new_arg)
+    return call.with_changes(args=args)
+
+
+def set_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -> cst.Call:
+    """`call` with the existing `keyword=` argument's value replaced, or added."""
+    expr = cst.parse_expression(value) if isinstance(value, str) else value
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            args[i] = arg.with_changes(value=expr)
+            return call.with_changes(args=args)
+    return add_keyword(call, keyword, expr)
+
+
+def _separator(args: list[cst.Arg]) -> cst.Comma:
+    """The comma style the call already uses between arguments (newline and indent kept)."""
+    for arg in args[:-1]:
+        if isinstance(arg.comma, cst.Comma):
+            return arg.comma
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        ws = last.comma.whitespace_after
+        if isinstance(ws, cst.ParenthesizedWhitespace):
+            # a lone argument on its own line: the new one goes on the next line,
+            # indented like the first
+            return last.comma
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))

@@ -1,0 +1,299 @@
+"""Lint one file: decode, parse once, walk once with facts and every rule, finish,
+then positions (only when something was found), suppressions and diagnostics."""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import difflib
+import io
+import re
+import tokenize
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from accel_lint.config import Settings, all_rules
+from accel_lint.facts import FactsCollector, FileFacts, ScopeCloser
+from accel_lint.rule import Finding, Fix, FixSafety, Rule, RuleContext
+from accel_lint.walk import walk
+
+PARSE_ERROR = "ACL000"
+PARSE_ERROR_NAME = "parse-error"
+
+_SKIP_FILE = re.compile(rb"^[ \t]*#[ \t]*accel-lint:[ \t]*skip-file[ \t]*$", re.MULTILINE | re.IGNORECASE)
+# flake8's grammar: `# noqa`, `# noqa: ACL101`, `# noqa:ACL101,ACL102`
+_NOQA = re.compile(
+    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
+)
+_NOQA_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Edit:
+    content: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class FixView:
+    applicability: str  # "safe" | "unsafe"
+    message: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    name: str
+    message: str
+    filename: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    fix: FixView | None = None  # with edits, for json/sarif
+    has_fix: bool = False
+    fix_safety: str | None = None  # "safe" / "unsafe" when a fix is offered
+    fix_message: str | None = None
+
+    @property
+    def url(self) -> str:
+        from accel_lint.pages import page_url
+
+        return page_url(self.code)
+
+
+class DecodeError(Exception):
+    pass
+
+
+@dataclass
+class Source:
+    """A file's text and what is needed to write it back byte for byte."""
+
+    text: str
+    encoding: str  # codec name; "utf-8-sig" keeps a BOM
+
+    def encode(self, text: str) -> bytes:
+        return text.encode(self.encoding)
+
+
+def decode(data: bytes) -> Source:
+    """Decode by BOM and PEP 263 cookie; anything else must be valid UTF-8."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise DecodeError(str(exc)) from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        if encoding in ("utf-8", "utf-8-sig"):
+            raise DecodeError(
+                f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                "declare the file's encoding with a `# -*- coding: ... -*-` comment"
+            ) from None
+        raise DecodeError(f"cannot be decoded as {encoding}: {exc.reason}") from None
+    except LookupError:
+        raise DecodeError(f"unknown encoding {encoding!r}") from None
+    if encoding == "utf-8" and data.startswith(codecs.BOM_UTF8):
+        encoding = "utf-8-sig"
+    return Source(text, encoding)
+
+
+@dataclass
+class Analysis:
+    """One file after the walk: its tree, the rules' findings and their positions."""
+
+    path: str
+    source: Source
+    module: cst.Module | None
+    findings: list[Finding] = field(default_factory=list)
+    error: Diagnostic | None = None
+    _positions: Mapping[cst.CSTNode, CodeRange] | None = None
+
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        if self._positions is None:
+            assert self.module is not None
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
+        return self._positions
+
+    def range_of(self, node: cst.CSTNode) -> CodeRange:
+        return self.positions()[node]
+
+
+def rules_for(codes: frozenset[str], data: bytes) -> list[type[Rule]]:
+    """Enabled rules whose trigger words appear in the file (cheap prefilter)."""
+    return [
+        rule
+        for rule in all_rules()
+        if rule.code in codes and (not rule.triggers or any(t in data for t in rule.triggers))
+    ]
+
+
+def skip_file(data: bytes) -> bool:
+    return b"accel-lint" in data and _SKIP_FILE.search(data) is not None
+
+
+def parse_error(path: str, message: str, row: int = 1, column: int = 1) -> Diagnostic:
+    return Diagnostic(PARSE_ERROR, PARSE_ERROR_NAME, message, path, row, column, row, column)
+
+
+def analyze(
+    path: str,
+    source: Source,
+    settings: Settings,
+    rules: Sequence[type[Rule]],
+    *,
+    apply_noqa: bool = True,
+) -> Analysis:
+    """Parse once and run `rules` in one walk. `rules` empty: syntax check only."""
+    if not rules:
+        error = _syntax_check(path, source.text)
+        if error is None:
+            return Analysis(path, source, None)
+        # CPython's grammar may be older than libcst's: let libcst decide.
+    try:
+        module = cst.parse_module(source.text)
+    except cst.ParserSyntaxError as exc:
+        message = f"SyntaxError: {exc.message}"
+        return Analysis(path, source, None, error=parse_error(path, message, exc.raw_line, exc.raw_column + 1))
+    except RecursionError:
+        return Analysis(path, source, None, error=parse_error(path, "too deeply nested to parse"))
+    analysis = Analysis(path, source, module)
+    if not rules:
+        return analysis
+    facts = FileFacts(module)
+    instances = [
+        rule(RuleContext(module, facts, settings, settings.options_for(rule))) for rule in rules
+    ]
+    walk(module, [FactsCollector(facts), *instances, ScopeCloser(facts)])
+    facts.finish()
+    findings: list[Finding] = []
+    for instance in instances:
+        instance.finish()
+        findings.extend(instance.findings)
+    if findings and apply_noqa:
+        findings = _unsuppressed(analysis, findings)
+    analysis.findings = findings
+    return analysis
+
+
+def _syntax_check(path: str, text: str) -> str | None:
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return str(exc)
+    except (RecursionError, MemoryError):
+        return "too complex"
+    return None
+
+
+def _unsuppressed(analysis: Analysis, findings: list[Finding]) -> list[Finding]:
+    lines = analysis.source.text.splitlines()
+    kept: list[Finding] = []
+    for finding in findings:
+        row = analysis.range_of(finding.node).start.line
+        if not (0 < row <= len(lines) and _noqa_covers(lines[row - 1], finding.code)):
+            kept.append(finding)
+    return kept
+
+
+def _noqa_covers(line: str, code: str) -> bool:
+    if "#" not in line:
+        return False
+    match = _NOQA.search(line)
+    if match is None:
+        return False
+    codes = match.group("codes")
+    if codes is None:
+        return True
+    return code.upper() in {c.upper() for c in _NOQA_CODE.findall(codes)}
+
+
+def sort_key(finding: Finding, analysis: Analysis) -> tuple[int, int, str]:
+    pos = analysis.range_of(finding.node).start
+    return (pos.line, pos.column, finding.code)
+
+
+def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnostic]:
+    """Positioned diagnostics of one analysed file, sorted by position then code."""
+    if analysis.error is not None:
+        return [analysis.error]
+    out: list[Diagnostic] = []
+    for finding in sorted(analysis.findings, key=lambda f: sort_key(f, analysis)):
+        rng = analysis.range_of(finding.node)
+        fix_view = None
+        if finding.fix is not None and with_edits:
+            fix_view = FixView(
+                finding.fix.safety.value, finding.fix.message, tuple(fix_edits(analysis, finding.fix))
+            )
+        out.append(
+            Diagnostic(
+                finding.code,
+                finding.name,
+                finding.message,
+                analysis.path,
+                rng.start.line,
+                rng.start.column + 1,
+                rng.end.line,
+                rng.end.column + 1,
+                fix_view,
+                finding.fix is not None,
+                finding.fix.safety.value if finding.fix is not None else None,
+                finding.fix.message if finding.fix is not None else None,
+            )
+        )
+    return out
+
+
+def fix_edits(analysis: Analysis, fix: Fix) -> list[Edit]:
+    """The text edits one fix makes, as the minimal changed spans of the file."""
+    from accel_lint.fixer import apply_fixes_once
+
+    assert analysis.module is not None
+    new_text = apply_fixes_once(analysis.module, [fix])
+    return text_edits(analysis.source.text, new_text)
+
+
+def text_edits(old: str, new: str) -> list[Edit]:
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    edits: list[Edit] = []
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        a = "".join(old_lines[i1:i2])
+        b = "".join(new_lines[j1:j2])
+        # trim the common prefix and suffix so an edit covers only what changed
+        p = 0
+        while p < min(len(a), len(b)) and a[p] == b[p]:
+            p += 1
+        s = 0
+        while s < min(len(a), len(b)) - p and a[-1 - s] == b[-1 - s]:
+            s += 1
+        start_row, start_col = _advance(i1 + 1, 1, a[:p])
+        end_row, end_col = _advance(start_row, start_col, a[p : len(a) - s])
+        edits.append(Edit(b[p : len(b) - s], start_row, start_col, end_row, end_col))
+    return edits
+
+
+def _advance(row: int, col: int, text: str) -> tuple[int, int]:
+    lines = text.splitlines(keepends=True)
+    for line in lines:
+        if line.endswith(("\n", "\r")):
+            row, col = row + 1, 1
+        else:
+            col += len(line)
+    return row, col
+
+
+def safety_allowed(fix: Fix, unsafe: bool) -> bool:
+    return fix.safety is FixSafety.SAFE or (unsafe and fix.safety is FixSafety.UNSAFE)

@@ -1,0 +1,231 @@
+"""Name resolution through imports: a lean scope table built during the one traversal.
+
+libcst's `QualifiedNameProvider` answers the same question but costs about five
+parses per file (`../shared/research/perf_baseline.md`); this table is filled
+by `facts.FactsCollector` as it walks and is queried after the walk, when every
+binding of every scope is known (Python decides locality per function, not per
+line).
+
+Policy (precision first): an expression resolves to a target only when *every*
+binding that can reach it is an import (or an alias of one) of that target. A
+name bound locally (`DataLoader = MyLoader`, a parameter, a def) resolves to
+`LOCAL` and matches nothing. A fallback `X = None` beside an import is ignored,
+because `try: import x / except ImportError: x = None` is how optional imports
+are written.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+import libcst as cst
+
+LOCAL = "<local>"
+_BUILTINS = frozenset(dir(builtins))
+
+
+class BindingKind(Enum):
+    IMPORT = "import"  # `target` is the qualified name
+    ALIAS = "alias"  # `value` is a dotted expression the name was assigned from
+    LOCAL = "local"  # anything else; `value` is the assigned expression, if any
+
+
+@dataclass(eq=False)
+class Binding:
+    name: str
+    kind: BindingKind
+    target: str | None = None
+    value: cst.BaseExpression | None = None
+    node: cst.CSTNode | None = None  # the statement, def, param or target that binds
+    scope: Scope | None = None
+
+
+@dataclass(eq=False)
+class Scope:
+    kind: str  # "module", "class", "function", "comprehension"
+    node: cst.CSTNode | None
+    parent: Scope | None
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    globals: set[str] = field(default_factory=set)
+    nonlocals: set[str] = field(default_factory=set)
+    star_imports: list[str] = field(default_factory=list)
+
+    @property
+    def module(self) -> Scope:
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+    def bind(self, binding: Binding) -> None:
+        target = self
+        if binding.name in self.globals:
+            target = self.module
+        elif binding.name in self.nonlocals:
+            target = self._enclosing_function_with(binding.name) or self
+        binding.scope = target
+        target.bindings.setdefault(binding.name, []).append(binding)
+
+    def _enclosing_function_with(self, name: str) -> Scope | None:
+        scope = self.parent
+        while scope is not None and scope.kind != "module":
+            if scope.kind == "function" and name in scope.bindings:
+                return scope
+            scope = scope.parent
+        return None
+
+    def function_scope(self) -> Scope:
+        """The scope a walrus binds in: the nearest enclosing non-comprehension scope."""
+        scope = self
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+    def lookup(self, name: str) -> list[Binding] | None:
+        """Bindings visible for `name` here, by Python's LEGB rule; None if unbound."""
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            if scope.kind == "class" and not first:
+                scope = scope.parent
+                continue
+            if name in scope.globals:
+                return self.module.bindings.get(name)
+            found = scope.bindings.get(name)
+            if found:
+                return found
+            scope = scope.parent
+            first = False
+        return None
+
+
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a chain of names and attributes; None otherwise."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def qualified_names(expr: cst.BaseExpression, scope: Scope, _depth: int = 0) -> frozenset[str]:
+    """Every qualified name `expr` can denote; `LOCAL` stands for a non-import binding.
+
+    Empty when the expression is not a name chain or the root name is unbound.
+    """
+    if _depth > 8:
+        return frozenset({LOCAL})
+    if isinstance(expr, cst.Attribute):
+        bases = qualified_names(expr.value, scope, _depth)
+        attr = expr.attr.value
+        return frozenset(b if b == LOCAL else f"{b}.{attr}" for b in bases)
+    if not isinstance(expr, cst.Name):
+        return frozenset()
+    name = expr.value
+    bindings = scope.lookup(name)
+    if bindings is None:
+        stars = scope.module.star_imports
+        if stars:
+            return frozenset(f"{m}.{name}" for m in stars)
+        return frozenset({f"builtins.{name}"}) if name in _BUILTINS else frozenset()
+    result: set[str] = set()
+    for binding in _relevant(bindings):
+        if binding.kind is BindingKind.IMPORT and binding.target is not None:
+            result.add(binding.target)
+        elif binding.kind is BindingKind.ALIAS and binding.value is not None:
+            assert binding.scope is not None
+            result |= qualified_names(binding.value, binding.scope, _depth + 1) or {LOCAL}
+        else:
+            result.add(LOCAL)
+    return frozenset(result)
+
+
+def _relevant(bindings: list[Binding]) -> Iterable[Binding]:
+    if len(bindings) > 1 and any(b.kind is not BindingKind.LOCAL for b in bindings):
+        return [b for b in bindings if not _is_none_placeholder(b)]
+    return bindings
+
+
+def _is_none_placeholder(binding: Binding) -> bool:
+    return (
+        binding.kind is BindingKind.LOCAL
+        and isinstance(binding.value, cst.Name)
+        and binding.value.value == "None"
+    )
+
+
+def resolves_to(expr: cst.BaseExpression, scope: Scope, targets: Iterable[str]) -> bool:
+    """True when every name `expr` can denote is one of `targets` (and there is one)."""
+    names = qualified_names(expr, scope)
+    wanted = targets if isinstance(targets, (set, frozenset)) else frozenset(targets)
+    return bool(names) and all(n in wanted for n in names)
+
+
+def resolves_under(expr: cst.BaseExpression, scope: Scope, prefix: str) -> bool:
+    """True when every name `expr` can denote lies inside module `prefix` (e.g. "torch")."""
+    names = qualified_names(expr, scope)
+    return bool(names) and all(n == prefix or n.startswith(prefix + ".") for n in names)
+
+
+def single_binding(name: cst.Name, scope: Scope) -> Binding | None:
+    """The one binding of `name` visible from `scope`, if it is bound exactly once."""
+    bindings = scope.lookup(name.value)
+    if bindings is None or len(bindings) != 1:
+        return None
+    return bindings[0]
+
+
+def assigned_value(expr: cst.BaseExpression, scope: Scope) -> cst.BaseExpression | None:
+    """The expression a name was assigned from, when it is bound exactly once by `=`."""
+    if not isinstance(expr, cst.Name):
+        return None
+    binding = single_binding(expr, scope)
+    if binding is None or binding.kind is BindingKind.IMPORT:
+        return None
+    return binding.value
+
+
+def import_bindings(scope: Scope) -> dict[str, str]:
+    """Module-level import bindings: local name -> qualified name (for writing fixes)."""
+    table: dict[str, str] = {}
+    for name, bindings in scope.module.bindings.items():
+        imports = [b for b in bindings if b.kind is BindingKind.IMPORT and b.target]
+        if len(imports) == len(bindings) and imports and imports[0].target is not None:
+            table[name] = imports[0].target
+    return table
+
+
+def spelling_for(qualified: str, scope: Scope) -> tuple[str, str | None]:
+    """How the file itself would spell `qualified`, and the import to add if none fits.
+
+    Prefers an existing import (`dist.get_rank` when `torch.distributed` is
+    imported as `dist`, `DistributedSampler` after a `from` import); otherwise
+    returns the full dotted path with `import <top module>` to add.
+    Returns (expression source, import statement source or None).
+    """
+    table = import_bindings(scope)
+    best: tuple[int, str] | None = None
+    for local, target in table.items():
+        if qualified == target or qualified.startswith(target + "."):
+            rest = qualified[len(target) :]
+            candidate = local + rest
+            shadow = scope.lookup(local)
+            if shadow is not None and any(b.kind is not BindingKind.IMPORT for b in shadow):
+                continue
+            if best is None or len(target) > best[0]:
+                best = (len(target), candidate)
+    if best is not None:
+        return best[1], None
+    module, _, attr = qualified.rpartition(".")
+    top = qualified.split(".")[0]
+    if module and "." not in module and module == top:
+        return qualified, f"import {top}"
+    if module:
+        return attr, f"from {module} import {attr}"
+    return qualified, f"import {qualified}"

@@ -1,0 +1,41 @@
+"""`--output-format json`: SPEC.md's array of findings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from accel_lint.engine import Diagnostic
+
+
+def diagnostic_json(diag: Diagnostic) -> dict[str, Any]:
+    fix: dict[str, Any] | None = None
+    if diag.fix is not None:
+        fix = {
+            "applicability": diag.fix.applicability,
+            "message": diag.fix.message,
+            "edits": [
+                {
+                    "content": e.content,
+                    "location": {"row": e.row, "column": e.column},
+                    "end_location": {"row": e.end_row, "column": e.end_column},
+                }
+                for e in diag.fix.edits
+            ],
+        }
+    return {
+        "code": diag.code,
+        "name": diag.name,
+        "message": diag.message,
+        "filename": diag.filename,
+        "location": {"row": diag.row, "column": diag.column},
+        "end_location": {"row": diag.end_row, "column": diag.end_column},
+        "url": diag.url,
+        "fix": fix,
+    }
+
+
+def render_json(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    json.dump([diagnostic_json(d) for d in diagnostics], stream, indent=2)
+    stream.write("\n")

@@ -1,0 +1,65 @@
+"""What a `DataLoader(...)` call passes for one parameter: shared by ACL101, ACL102."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from accel_lint.facts import FileFacts
+from accel_lint.names import Scope
+
+DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
+#            collate_fn, pin_memory, drop_last, ...)
+POSITION = {"num_workers": 5, "pin_memory": 7}
+
+
+@dataclass(frozen=True)
+class Passed:
+    """How a call passes a parameter.
+
+    `absent`: not passed at all (the default applies). Otherwise `value` is the
+    expression, `arg` the argument carrying it (None when it comes from a
+    `**dict`), and `conditional` says the dict only gets it on some paths.
+    `known` is False when a `**kwargs` we cannot read may carry it.
+    """
+
+    absent: bool
+    value: cst.BaseExpression | None = None
+    arg: cst.Arg | None = None
+    known: bool = True
+    conditional: bool = False
+
+
+UNKNOWN = Passed(absent=False, known=False)
+
+
+def passed(call: cst.Call, param: str, facts: FileFacts, scope: Scope) -> Passed:
+    positional = 0
+    splats: list[cst.Arg] = []
+    for arg in call.args:
+        if arg.star == "*":
+            return UNKNOWN  # positional splat: cannot tell which slot is which
+        if arg.star == "**":
+            splats.append(arg)
+        elif arg.keyword is None:
+            if positional == POSITION[param]:
+                return Passed(False, arg.value, arg)
+            positional += 1
+        elif arg.keyword.value == param:
+            return Passed(False, arg.value, arg)
+    for splat in splats:
+        if not isinstance(splat.value, cst.Name):
+            return UNKNOWN
+        kwargs = facts.kwargs_dict(splat.value, scope)
+        if kwargs is None or not kwargs.resolvable:
+            return UNKNOWN
+        if param in kwargs.values:
+            return Passed(False, kwargs.values[param], None, True, param in kwargs.conditional_keys)
+    return Passed(True)
+
+
+def call_has_splat(call: cst.Call) -> bool:
+    return any(arg.star == "**" for arg in call.args)

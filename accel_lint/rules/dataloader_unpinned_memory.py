@@ -1,0 +1,60 @@
+"""ACL102 dataloader-unpinned-memory: a DataLoader without `pin_memory=True` in a
+file that moves data to a CUDA device. Page: rules/ACL102.md"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from accel_lint.edits import add_keyword
+from accel_lint.names import Scope, resolves_to
+from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rules._dataloader import DATALOADER, passed
+
+
+class DataloaderUnpinnedMemory(Rule):
+    code = "ACL102"
+    name = "dataloader-unpinned-memory"
+    summary = "DataLoader without pin_memory=True in a script that trains on CUDA"
+    fix_safety = FixSafety.SAFE
+    equivalence = Equivalence.EXACT
+    triggers = (b"DataLoader",)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._calls: list[tuple[cst.Call, Scope]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._calls.append((node, self.facts.scope))
+
+    def finish(self) -> None:
+        if not self.facts.touches_cuda:
+            return
+        for call, scope in self._calls:
+            if resolves_to(call.func, scope, DATALOADER):
+                self._check(call, scope)
+
+    def _check(self, call: cst.Call, scope: Scope) -> None:
+        got = passed(call, "pin_memory", self.facts, scope)
+        if not got.known or got.conditional:
+            return
+        if got.absent:
+            fix = Fix("Add `pin_memory=True`", {call: add_keyword(call, "pin_memory", "True")})
+            self.report(
+                call,
+                "DataLoader returns pageable memory, so every host-to-GPU copy is synchronous "
+                "and staged: `pin_memory` is not set",
+                fix,
+            )
+            return
+        assert got.value is not None
+        literal = self.facts.literal_value(got.value, scope)
+        if not (isinstance(literal, cst.Name) and literal.value == "False"):
+            return
+        target = got.value if literal is got.value else literal
+        fix = Fix("Set `pin_memory=True`", {target: cst.Name("True")})
+        self.report(
+            call,
+            "DataLoader returns pageable memory, so every host-to-GPU copy is synchronous "
+            "and staged: `pin_memory` is False",
+            fix,
+        )
