@@ -12,13 +12,21 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 import click
 
 from accel_lint import __version__
 from accel_lint.config import ConfigError, Selection, Settings, load_settings, parse_codes
-from accel_lint.engine import DecodeError, Diagnostic, decode, diagnostics, parse_error, rules_for, skip_file
+from accel_lint.engine import (
+    DecodeError,
+    Diagnostic,
+    decode,
+    diagnostics,
+    parse_error,
+    rules_for,
+    skip_file,
+)
 from accel_lint.files import ReadError, discover, read_bytes
 from accel_lint.report import FORMATS, render
 
@@ -41,14 +49,39 @@ class Common:
 def _selection_options(func: Any) -> Any:
     for option in reversed(
         [
-            click.option("--select", metavar="CODES", help="Rule codes or prefixes to enable (comma-separated), or ALL."),
+            click.option(
+                "--select",
+                metavar="CODES",
+                help="Rule codes or prefixes to enable (comma-separated), or ALL.",
+            ),
             click.option("--ignore", metavar="CODES", help="Rule codes or prefixes to disable."),
-            click.option("--extend-select", metavar="CODES", help="Codes or prefixes to enable on top of the selection."),
-            click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Use this configuration file instead of discovering one."),
+            click.option(
+                "--extend-select",
+                metavar="CODES",
+                help="Codes or prefixes to enable on top of the selection.",
+            ),
+            click.option(
+                "--config",
+                "config_file",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="Use this configuration file instead of discovering one.",
+            ),
             click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
-            click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour."),
-            click.option("--stdin-filename", metavar="NAME", help="The name of the file read from standard input (`-`)."),
-            click.option("--force-exclude", is_flag=True, help="Apply `exclude` to files named on the command line too (pre-commit)."),
+            click.option(
+                "--unsafe-fixes/--no-unsafe-fixes",
+                default=None,
+                help="Include fixes that may change behaviour.",
+            ),
+            click.option(
+                "--stdin-filename",
+                metavar="NAME",
+                help="The name of the file read from standard input (`-`).",
+            ),
+            click.option(
+                "--force-exclude",
+                is_flag=True,
+                help="Apply `exclude` to files named on the command line too (pre-commit).",
+            ),
             click.option("--no-cache", is_flag=True, help="Do not read or write the result cache."),
             click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary."),
         ]
@@ -132,7 +165,9 @@ def check(
     exit_zero: bool,
 ) -> None:
     """Lint PATHS (files or directories; `-` reads standard input)."""
-    common = _common(paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename)
+    common = _common(
+        paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename
+    )
     settings = common.settings
     with_edits = output_format in ("json", "sarif")
     from accel_lint.lint import FileReport, lint_bytes, lint_paths
@@ -148,15 +183,27 @@ def check(
         reports = lint_paths(files, settings, with_edits=with_edits, use_cache=not no_cache)
     found: list[Diagnostic] = [d for r in reports for d in r.diagnostics]
     internal = [r for r in reports if r.internal_error]
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if statistics:
         from accel_lint.report.text import render_statistics
 
-        render_statistics(found, out, unsafe_fixes=settings.unsafe_fixes, color=None)
+        render_statistics(found, out, unsafe_fixes=settings.unsafe_fixes)
     elif quiet and output_format in ("full", "concise"):
-        render(output_format, found, _NoSummary(out), unsafe_fixes=settings.unsafe_fixes, files_checked=files_checked)
+        render(
+            output_format,
+            found,
+            cast(TextIO, _NoSummary(out)),
+            unsafe_fixes=settings.unsafe_fixes,
+            files_checked=files_checked,
+        )
     else:
-        render(output_format, found, out, unsafe_fixes=settings.unsafe_fixes, files_checked=files_checked)
+        render(
+            output_format,
+            found,
+            out,
+            unsafe_fixes=settings.unsafe_fixes,
+            files_checked=files_checked,
+        )
     for report in internal:
         _internal_error(report.path, report.internal_error or "")
     if internal:
@@ -201,8 +248,12 @@ def _internal_error(path: str, trace: str) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @_selection_options
-@click.option("--apply", "apply_", is_flag=True, help="Write the fixes (without it, print the diff).")
-@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 when a file was changed.")
+@click.option(
+    "--apply", "apply_", is_flag=True, help="Write the fixes (without it, print the diff)."
+)
+@click.option(
+    "--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 when a file was changed."
+)
 def fix(
     paths: tuple[str, ...],
     select: str | None,
@@ -220,11 +271,13 @@ def fix(
 ) -> None:
     """Fix PATHS: print the unified diff, or write it with --apply."""
     del no_cache
-    common = _common(paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename)
+    common = _common(
+        paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename
+    )
     settings = common.settings
     from accel_lint.fixer import FixOutcome, fix_source, write_atomic
 
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     remaining: list[Diagnostic] = []
     changed_files = 0
     fixed_count = 0
@@ -250,7 +303,9 @@ def fix(
             continue
         try:
             rules = rules_for(settings.codes_for(path), data)
-            outcome: FixOutcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
+            outcome: FixOutcome = fix_source(
+                path, source, settings, rules, unsafe=settings.unsafe_fixes
+            )
         except Exception:
             import traceback
 
@@ -315,7 +370,7 @@ def _fix_summary(
     settings: Settings,
     stdin: bool,
 ) -> None:
-    err = click.get_text_stream("stderr")
+    err = sys.stderr
     verb = "Fixed" if applied else "Would fix"
     if fixed:
         where = "" if stdin else f" in {files} file{'s' if files != 1 else ''}"
@@ -338,7 +393,9 @@ def _fix_summary(
 
 
 @main.command("rules")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def rules_cmd(output_format: str) -> None:
     """List all rules."""
     from accel_lint.config import all_rules
@@ -390,7 +447,7 @@ def rule_cmd(code: str) -> None:
     page = read_page(code)
     if page is None:
         _fail(f"the page of {code} is missing from this installation")
-    stdout = click.get_text_stream("stdout")
+    stdout = sys.stdout
     if stdout.isatty():
         from rich.console import Console
         from rich.markdown import Markdown

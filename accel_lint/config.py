@@ -129,8 +129,7 @@ def path_matches(path: str | os.PathLike[str], pattern: str, root: Path) -> bool
         return any(fnmatch.fnmatchcase(part, bare) for part in parts)
     # a pattern naming a directory covers everything below it
     return any(
-        fnmatch.fnmatchcase("/".join(parts[:i]), pattern.rstrip("/"))
-        for i in range(1, len(parts))
+        fnmatch.fnmatchcase("/".join(parts[:i]), pattern.rstrip("/")) for i in range(1, len(parts))
     )
 
 
@@ -237,7 +236,7 @@ def infer_target_torch(pyproject: Path) -> tuple[int, int] | None:
     except ConfigError:
         return None
     project = data.get("project", {})
-    requirements: list[str] = list(project.get("dependencies", []) or [])
+    requirements: list[object] = list(project.get("dependencies", []) or [])
     for extra in (project.get("optional-dependencies", {}) or {}).values():
         requirements.extend(extra or [])
     for req in requirements:
@@ -283,7 +282,9 @@ def load_settings(
         ignore=_str_list(table.get("ignore", []), "ignore", where),
     )
     try:
-        _check_codes((*(file_layer.select or ()), *file_layer.extend_select, *file_layer.ignore), str(where))
+        _check_codes(
+            (*(file_layer.select or ()), *file_layer.extend_select, *file_layer.ignore), str(where)
+        )
         enabled = resolve_selection([file_layer, *([cli] if cli else [])])
     except ConfigError as exc:
         raise ConfigError(str(exc)) from None
@@ -299,7 +300,7 @@ def load_settings(
         expanded = {c for c in codes if any(c.startswith(p) or p == "ALL" for p in plist)}
         per_file.append((pattern, frozenset(expanded)))
 
-    exclude = DEFAULT_EXCLUDE
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     if "exclude" in table:
         exclude = DEFAULT_EXCLUDE + _str_list(table["exclude"], "exclude", where)
 
@@ -317,7 +318,7 @@ def load_settings(
         raw = table["target-torch"]
         target = parse_version(str(raw)) if isinstance(raw, (str, int, float)) else None
         if target is None:
-            raise ConfigError(f"{where}: `target-torch` must be a version such as \"2.1\"")
+            raise ConfigError(f'{where}: `target-torch` must be a version such as "2.1"')
     else:
         target = infer_target_torch(root / "pyproject.toml")
 
@@ -353,7 +354,7 @@ def _rule_options(raw: Any, where: Path) -> dict[str, dict[str, Any]]:
                     f"{where}: unknown key `{key}` in [tool.accel-lint.rules.{code}] "
                     f"(known: {known})"
                 )
-            if not isinstance(value, opt.kind) or isinstance(value, bool) and opt.kind is int:
+            if not isinstance(value, opt.kind) or (isinstance(value, bool) and opt.kind is int):
                 raise ConfigError(
                     f"{where}: [tool.accel-lint.rules.{code}] `{key}` has the wrong type"
                 )
@@ -365,4 +366,8 @@ def parse_codes(value: str | None) -> tuple[str, ...] | None:
     """`--select ACL1,ACL301` to a tuple; None when the option was not given."""
     if value is None:
         return None
-    return tuple(c.strip().upper() if c.strip().upper() == "ALL" else c.strip() for c in value.split(",") if c.strip())
+    return tuple(
+        c.strip().upper() if c.strip().upper() == "ALL" else c.strip()
+        for c in value.split(",")
+        if c.strip()
+    )

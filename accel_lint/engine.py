@@ -23,7 +23,9 @@ from accel_lint.walk import walk
 PARSE_ERROR = "ACL000"
 PARSE_ERROR_NAME = "parse-error"
 
-_SKIP_FILE = re.compile(rb"^[ \t]*#[ \t]*accel-lint:[ \t]*skip-file[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_SKIP_FILE = re.compile(
+    rb"^[ \t]*#[ \t]*accel-lint:[ \t]*skip-file[ \t]*$", re.MULTILINE | re.IGNORECASE
+)
 # flake8's grammar: `# noqa`, `# noqa: ACL101`, `# noqa:ACL101,ACL102`
 _NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
@@ -89,7 +91,9 @@ def decode(data: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise DecodeError(str(exc)) from None
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise DecodeError(str(exc)) from None
+        encoding = "utf-8"  # no cookie and not UTF-8: say which byte is wrong below
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -162,8 +166,7 @@ def analyze(
     try:
         module = cst.parse_module(source.text)
     except cst.ParserSyntaxError as exc:
-        message = f"SyntaxError: {exc.message}"
-        return Analysis(path, source, None, error=parse_error(path, message, exc.raw_line, exc.raw_column + 1))
+        return Analysis(path, source, None, error=_syntax_error(path, source.text, exc))
     except RecursionError:
         return Analysis(path, source, None, error=parse_error(path, "too deeply nested to parse"))
     analysis = Analysis(path, source, module)
@@ -183,6 +186,21 @@ def analyze(
         findings = _unsuppressed(analysis, findings)
     analysis.findings = findings
     return analysis
+
+
+def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
+    """CPython's message and position, which users know; libcst's if CPython parses it."""
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as cpython:
+        return parse_error(
+            path, f"SyntaxError: {cpython.msg}", cpython.lineno or 1, cpython.offset or 1
+        )
+    except (ValueError, RecursionError, MemoryError) as other:
+        return parse_error(path, f"SyntaxError: {other}")
+    return parse_error(
+        path, f"cannot be parsed by libcst: {exc.message}", exc.raw_line, exc.raw_column + 1
+    )
 
 
 def _syntax_check(path: str, text: str) -> str | None:
@@ -232,7 +250,9 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
         fix_view = None
         if finding.fix is not None and with_edits:
             fix_view = FixView(
-                finding.fix.safety.value, finding.fix.message, tuple(fix_edits(analysis, finding.fix))
+                finding.fix.safety.value,
+                finding.fix.message,
+                tuple(fix_edits(analysis, finding.fix)),
             )
         out.append(
             Diagnostic(

@@ -159,9 +159,13 @@ class FileFacts:
             bindings = scope.lookup(expr.value)
             if bindings and len(bindings) == 1:
                 b = bindings[0]
-                if b.kind is BindingKind.LOCAL and b.value is not None and is_literal(b.value):
-                    if isinstance(b.node, (cst.Assign, cst.AnnAssign)) and not _is_augmented(b):
-                        return b.value
+                if (
+                    b.kind is BindingKind.LOCAL
+                    and b.value is not None
+                    and is_literal(b.value)
+                    and isinstance(b.node, (cst.Assign, cst.AnnAssign))
+                ):
+                    return b.value
         return expr
 
     def argparse_option_for(self, expr: cst.BaseExpression) -> ArgparseOption | None:
@@ -199,13 +203,17 @@ class FileFacts:
             names = qualified_names(func, site.scope)
             if not names or LOCAL in names:
                 continue
-            if names <= INIT_PROCESS_GROUP or names <= DDP:
+            if (
+                names <= INIT_PROCESS_GROUP
+                or names <= DDP
+                or all(n.startswith("horovod.") and n.endswith(".init") for n in names)
+            ):
                 distributed = True
-            elif all(n.startswith("horovod.") and n.endswith(".init") for n in names):
-                distributed = True
-            elif names <= CUDA_IS_AVAILABLE or all(n.startswith("torch.accelerator.") for n in names):
-                cuda = True
-            elif names <= TORCH_DEVICE and _has_cuda_arg(site.node):
+            elif (
+                names <= CUDA_IS_AVAILABLE
+                or all(n.startswith("torch.accelerator.") for n in names)
+                or (names <= TORCH_DEVICE and _has_cuda_arg(site.node))
+            ):
                 cuda = True
             elif names <= ARGPARSE_PARSER:
                 has_parser = True
@@ -513,11 +521,8 @@ class FactsCollector:
         self._bind_params(node.params)
 
     def _bind_params(self, params: cst.Parameters) -> None:
-        everything = [*params.posonly_params, *params.params, *params.kwonly_params]
-        for extra in (params.star_arg, params.star_kwarg):
-            if isinstance(extra, cst.Param):
-                everything.append(extra)
-        for param in everything:
+        extras = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params, *extras]:
             self._bind(param.name.value, BindingKind.LOCAL, node=param)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -591,9 +596,7 @@ class FactsCollector:
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.facts
-        site = CallSite(
-            node, facts.scope, tuple(facts.guards), tuple(facts.loops), facts.function
-        )
+        site = CallSite(node, facts.scope, tuple(facts.guards), tuple(facts.loops), facts.function)
         facts.calls.append(site)
         func = node.func
         if isinstance(func, cst.Attribute):

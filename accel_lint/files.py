@@ -22,11 +22,11 @@ def discover(paths: Iterable[str], settings: Settings, *, force_exclude: bool = 
         path = Path(raw)
         if path.is_dir():
             for file in _walk(path, settings):
-                found[file] = None
+                found[os.path.normpath(file)] = None
         elif force_exclude and settings.is_excluded(path):
             continue
         else:
-            found[str(path)] = None  # missing/unreadable paths get an ACL000 when read
+            found[os.path.normpath(path)] = None  # missing/unreadable: ACL000 when read
     return sorted(found)
 
 
@@ -51,7 +51,8 @@ def read_bytes(path: str) -> bytes:
         size = os.path.getsize(path)
         if size > MAX_BYTES:
             raise ReadError(
-                f"file is too large to lint ({size / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB)"
+                f"file is too large to lint ({size / 1e6:.1f} MB; "
+                f"the limit is {MAX_BYTES / 1e6:.0f} MB)"
             )
         with open(path, "rb") as fh:
             return fh.read()

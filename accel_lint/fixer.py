@@ -4,6 +4,7 @@ loop), then an atomic write that keeps encoding, BOM, line endings and mode."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -139,7 +140,7 @@ def _insert_import(module: cst.Module, code: str) -> cst.Module:
         )
     ]
     config = module.config_for_parsing
-    new = cst.parse_statement(code + config.default_newline, config=config)
+    new = cst.parse_statement(code + module.default_newline, config=config)
     blank = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""), comment=None)
     if same_group:
         at = same_group[-1] + 1
@@ -179,7 +180,6 @@ def _insert_import(module: cst.Module, code: str) -> cst.Module:
     return module.with_changes(body=body)
 
 
-
 # -- the fix loop ----------------------------------------------------------------
 
 
@@ -203,7 +203,9 @@ class FixOutcome:
         return self.fixed_text != self.source.text
 
 
-def _overlaps(a: tuple[tuple[int, int], tuple[int, int]], b: tuple[tuple[int, int], tuple[int, int]]) -> bool:
+def _overlaps(
+    a: tuple[tuple[int, int], tuple[int, int]], b: tuple[tuple[int, int], tuple[int, int]]
+) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
@@ -245,8 +247,13 @@ def fix_source(
         if analysis.error is not None or analysis.module is None:
             if applied:
                 return FixOutcome(
-                    path, source, source.text, [], None,
-                    f"a fix produced code that does not parse ({analysis.error.message if analysis.error else 'unknown'}); "
+                    path,
+                    source,
+                    source.text,
+                    [],
+                    None,
+                    "a fix produced code that does not parse "
+                    f"({analysis.error.message if analysis.error else 'unknown'}); "
                     "the file was left unchanged. This is a bug in accel-lint: please report it.",
                 )
             return FixOutcome(path, source, text, [], analysis)
@@ -259,7 +266,11 @@ def fix_source(
         applied.extend(AppliedFix(f.code, f.fix.message) for f in chosen if f.fix is not None)
         text = new_text
     return FixOutcome(
-        path, source, source.text, [], None,
+        path,
+        source,
+        source.text,
+        [],
+        None,
         f"fixes did not converge after {MAX_ITERATIONS} passes; the file was left unchanged. "
         "This is a bug in accel-lint: please report it.",
     )
@@ -277,8 +288,6 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise

@@ -73,7 +73,9 @@ def write_index() -> None:
     readme = root / "README.md"
     text = readme.read_text(encoding="utf-8")
     block = f"<!-- rules:start -->\n{rules_index(table_only=True)}<!-- rules:end -->"
-    text, n = re.subn(r"<!-- rules:start -->\n.*?<!-- rules:end -->", lambda _: block, text, flags=re.DOTALL)
+    text, n = re.subn(
+        r"<!-- rules:start -->\n.*?<!-- rules:end -->", lambda _: block, text, flags=re.DOTALL
+    )
     if n:
         readme.write_text(text, encoding="utf-8")
 

@@ -83,7 +83,7 @@ def _fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
         else:
             fields = tuple(
                 f.name
-                for f in dataclasses.fields(node_type)  # type: ignore[arg-type]
+                for f in dataclasses.fields(node_type)
                 if not f.name.startswith(_SKIP_FIELD_PREFIXES)
             )
         _FIELDS[node_type] = fields

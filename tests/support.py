@@ -58,7 +58,9 @@ def settings_for(
     return base
 
 
-def lint(text: str, settings: Settings | None = None, path: str = "example.py") -> list[tuple[int, str]]:
+def lint(
+    text: str, settings: Settings | None = None, path: str = "example.py"
+) -> list[tuple[int, str]]:
     settings = settings or settings_for()
     data = text.encode()
     analysis = analyze(path, Source(text, "utf-8"), settings, rules_for(settings.enabled, data))
@@ -67,13 +69,19 @@ def lint(text: str, settings: Settings | None = None, path: str = "example.py") 
 
 def lint_messages(text: str, settings: Settings | None = None) -> list[tuple[int, str, str]]:
     settings = settings or settings_for()
-    analysis = analyze("example.py", Source(text, "utf-8"), settings, rules_for(settings.enabled, text.encode()))
+    analysis = analyze(
+        "example.py", Source(text, "utf-8"), settings, rules_for(settings.enabled, text.encode())
+    )
     return [(d.row, d.code, d.message) for d in diagnostics(analysis)]
 
 
 def fix(text: str, settings: Settings, path: str = "example.py") -> str:
     outcome = fix_source(
-        path, Source(text, "utf-8"), settings, rules_for(settings.enabled, text.encode()), unsafe=settings.unsafe_fixes
+        path,
+        Source(text, "utf-8"),
+        settings,
+        rules_for(settings.enabled, text.encode()),
+        unsafe=settings.unsafe_fixes,
     )
     assert outcome.error is None, outcome.error
     return outcome.fixed_text
@@ -91,7 +99,9 @@ PAGE_SECTIONS = (
     "How the verifier judges the fix",
     "References",
 )
-_DIRECTIVE = re.compile(r"<!--\s*accel-lint:\s*(?P<key>[a-z-]+)\s*=\s*\"?(?P<value>[^\"]*?)\"?\s*-->")
+_DIRECTIVE = re.compile(
+    r"<!--\s*accel-lint:\s*(?P<key>[a-z-]+)\s*=\s*\"?(?P<value>[^\"]*?)\"?\s*-->"
+)
 
 
 @dataclass
@@ -127,7 +137,9 @@ def read_page(path: Path) -> Page:
     text = path.read_text(encoding="utf-8")
     title = text.splitlines()[0]
     facts: dict[str, str] = {}
-    for m in re.finditer(r"^\|\s*([A-Za-z ]+?)\s*\|\s*(.+?)\s*\|\s*$", text.split("\n## ")[0], re.MULTILINE):
+    for m in re.finditer(
+        r"^\|\s*([A-Za-z ]+?)\s*\|\s*(.+?)\s*\|\s*$", text.split("\n## ")[0], re.MULTILINE
+    ):
         if set(m.group(1)) - set("- ") and m.group(1).strip():
             facts[m.group(1).strip().lower()] = m.group(2)
     sections: dict[str, str] = {}

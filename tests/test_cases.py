@@ -48,7 +48,9 @@ def test_case_files_are_named_for_known_codes() -> None:
     for path in CASES_DIR.glob("*.py"):
         assert _code(path) in CODES, f"{path.name}: no rule {_code(path)}"
         if path.name.endswith(".fixed.py"):
-            assert path.with_name(path.name[: -len(".fixed.py")] + ".py").exists(), f"orphan {path.name}"
+            assert path.with_name(path.name[: -len(".fixed.py")] + ".py").exists(), (
+                f"orphan {path.name}"
+            )
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -71,5 +73,7 @@ def test_case_fixes(path: Path, update_snapshots: bool) -> None:
     snapshot = path.with_name(path.stem + ".fixed.py")
     if update_snapshots:
         snapshot.write_text(fixed, encoding="utf-8")
-    assert snapshot.exists(), f"no snapshot {snapshot.name}: review and run pytest --update-snapshots"
+    assert snapshot.exists(), (
+        f"no snapshot {snapshot.name}: review and run pytest --update-snapshots"
+    )
     assert fixed == snapshot.read_text(encoding="utf-8")

@@ -9,7 +9,16 @@ import pytest
 
 from accel_lint.config import all_rules
 from accel_lint.rule import FixSafety, Rule
-from tests.support import PAGE_SECTIONS, ROOT, Block, fix, lint, read_page, settings_for, strip_markers
+from tests.support import (
+    PAGE_SECTIONS,
+    ROOT,
+    Block,
+    fix,
+    lint,
+    read_page,
+    settings_for,
+    strip_markers,
+)
 
 RULES = {r.code: r for r in all_rules()}
 PAGES = sorted((ROOT / "rules").glob("ACL*.md"))
@@ -28,7 +37,7 @@ def test_page_structure(code: str) -> None:
     rule = RULES[code]
     page = read_page(ROOT / "rules" / f"{code}.md")
     assert page.title == f"# {code} · {rule.name}"
-    wanted = [s for s in PAGE_SECTIONS]
+    wanted = list(PAGE_SECTIONS)
     present = [h for h in page.order if any(h in w.split("|") for w in wanted)]
     expected_order = [h for w in wanted for h in w.split("|") if h in page.order]
     assert present == expected_order, f"sections out of order: {page.order}"
@@ -58,7 +67,12 @@ def _pairs(code: str) -> list[tuple[Block, Block | None]]:
     return list(zip(examples, instead))
 
 
-CASES = [(code, i) for code in sorted(RULES) if (ROOT / "rules" / f"{code}.md").exists() for i in range(len(_pairs(code)))]
+CASES = [
+    (code, i)
+    for code in sorted(RULES)
+    if (ROOT / "rules" / f"{code}.md").exists()
+    for i in range(len(_pairs(code)))
+]
 
 
 @pytest.mark.parametrize(("code", "index"), CASES)

@@ -85,7 +85,9 @@ def render_full(
                     end = d.end_column - 1 if d.end_row == d.row else len(text)
                     carets = "^" * max(1, end - start)
                     prefix = "".join("\t" if ch == "\t" else " " for ch in text[:start])
-                    console.print(f"{pad} [blue]|[/blue] {prefix}[bold red]{carets} {d.code}[/bold red]")
+                    console.print(
+                        f"{pad} [blue]|[/blue] {prefix}[bold red]{carets} {d.code}[/bold red]"
+                    )
             console.print(f"{pad} [blue]|[/blue]")
         if d.has_fix:
             kind = "safe fix" if d.fix_safety == "safe" else "unsafe fix"
@@ -103,7 +105,9 @@ def summary(diagnostics: Sequence[Diagnostic], console: Console, *, unsafe_fixes
     n = len(diagnostics)
     console.print(f"Found {n} finding{'s' if n != 1 else ''}.")
     fixable = sum(1 for d in diagnostics if d.has_fix and (d.fix_safety == "safe" or unsafe_fixes))
-    hidden = sum(1 for d in diagnostics if d.has_fix and d.fix_safety == "unsafe" and not unsafe_fixes)
+    hidden = sum(
+        1 for d in diagnostics if d.has_fix and d.fix_safety == "unsafe" and not unsafe_fixes
+    )
     if fixable:
         extra = " --unsafe-fixes" if unsafe_fixes else ""
         console.print(f"\\[*] {fixable} fixable with `accel-lint fix --apply{extra}`.")
@@ -114,15 +118,12 @@ def summary(diagnostics: Sequence[Diagnostic], console: Console, *, unsafe_fixes
         )
 
 
-def render_statistics(
-    diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool, color: bool | None
-) -> None:
-    console = console_for(stream, color)
+def render_statistics(diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool) -> None:
+    """ruff's layout: count, code, fix marker and name, tab-separated (easy to `cut`)."""
     counts = Counter(d.code for d in diagnostics)
     names = {d.code: d.name for d in diagnostics}
     safe_fix = Counter(d.code for d in diagnostics if d.has_fix and d.fix_safety == "safe")
     unsafe_fix = Counter(d.code for d in diagnostics if d.has_fix and d.fix_safety == "unsafe")
-    width = max((len(str(c)) for c in counts.values()), default=1)
     for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         parts = []
         if safe_fix[code]:
@@ -130,12 +131,16 @@ def render_statistics(
         if unsafe_fix[code]:
             parts.append(f"{unsafe_fix[code]} unsafe fix{'es' if unsafe_fix[code] != 1 else ''}")
         fixes = f"  ({', '.join(parts)})" if parts else ""
-        mark = "[*]" if safe_fix[code] or (unsafe_fixes and unsafe_fix[code]) else ("[~]" if unsafe_fix[code] else "   ")
-        console.print(f"{count:>{width}}\t{code}\t{escape(mark)} {names[code]}{fixes}")
+        if safe_fix[code] or (unsafe_fixes and unsafe_fix[code]):
+            mark = "[*]"
+        elif unsafe_fix[code]:
+            mark = "[~]"
+        else:
+            mark = "   "
+        stream.write(f"{count}\t{code}\t{mark} {names[code]}{fixes}\n")
     if diagnostics:
-        total_safe = sum(safe_fix.values())
-        total_unsafe = sum(unsafe_fix.values())
-        console.print(
-            f"Found {len(diagnostics)} finding{'s' if len(diagnostics) != 1 else ''}: "
-            f"{total_safe} with a safe fix, {total_unsafe} with an unsafe fix."
+        n = len(diagnostics)
+        stream.write(
+            f"Found {n} finding{'s' if n != 1 else ''}: {sum(safe_fix.values())} with a safe fix, "
+            f"{sum(unsafe_fix.values())} with an unsafe fix.\n"
         )

@@ -71,7 +71,9 @@ class DataloaderSyncLoading(Rule):
         if not got.known or got.conditional:
             return
         workers = self._workers_expression()
-        spelled, needs = spelling_for("os.cpu_count", scope) if "os.cpu_count" in workers else ("", None)
+        spelled, needs = (
+            spelling_for("os.cpu_count", scope) if "os.cpu_count" in workers else ("", None)
+        )
         if spelled:
             workers = workers.replace("os.cpu_count", spelled)
         imports = (needs,) if needs else ()
@@ -153,7 +155,10 @@ class DataloaderSyncLoading(Rule):
         dataset = call.args[0].value if call.args and call.args[0].keyword is None else None
         if isinstance(dataset, cst.Name):
             origin = assigned_value(dataset, scope)
-            if isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name):
-                if self._getitem_random.get(origin.func.value):
-                    return Equivalence.STATISTICAL
+            if (
+                isinstance(origin, cst.Call)
+                and isinstance(origin.func, cst.Name)
+                and self._getitem_random.get(origin.func.value)
+            ):
+                return Equivalence.STATISTICAL
         return Equivalence.EXACT

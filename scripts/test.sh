@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Set up a virtual environment (torch CPU build first, then the package with its
+# dev and verify extras) and run the whole test suite. Used by CI (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+. .venv/bin/activate
+python -m pip install --quiet --upgrade pip
+# torch first, pinned: a looser spec would pull a multi-GB CUDA build.
+python -m pip install --quiet "torch==2.13.0"
+python -m pip install --quiet -e ".[dev,verify]"
+python -m pytest -q "$@"

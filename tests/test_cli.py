@@ -1,0 +1,396 @@
+"""The command line, through real subprocess calls: options, formats, exit codes,
+configuration, suppression, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+data = torch.utils.data.TensorDataset(torch.randn(64, 3))
+loader = DataLoader(data, batch_size=8)
+for (x,) in loader:
+    x = x.to(device)
+"""
+
+
+def run(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "accel_lint", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text(TRAIN)
+    return tmp_path
+
+
+def test_check_concise_lists_each_finding_and_exits_1(project: Path) -> None:
+    result = run("check", "train.py", "--output-format", "concise", cwd=project)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "train.py:6:10: ACL101 [~] DataLoader loads every batch in the training process: "
+        "`num_workers` is not set (default 0)",
+        "train.py:6:10: ACL102 [*] DataLoader returns pageable memory, so every host-to-GPU copy "
+        "is synchronous and staged: `pin_memory` is not set",
+        "Found 2 findings.",
+        "[*] 1 fixable with `accel-lint fix --apply`.",
+        "[~] 1 more fixable with `accel-lint fix --apply --unsafe-fixes` (unsafe: read each "
+        "rule's Fix safety first).",
+    ]
+
+
+def test_unsafe_fixes_flag_changes_the_marker(project: Path) -> None:
+    result = run("check", "train.py", "--output-format", "concise", "--unsafe-fixes", cwd=project)
+    assert "ACL101 [*]" in result.stdout
+    assert "[*] 2 fixable with `accel-lint fix --apply --unsafe-fixes`." in result.stdout
+
+
+def test_exit_zero(project: Path) -> None:
+    result = run("check", "train.py", "--exit-zero", cwd=project)
+    assert result.returncode == 0
+    assert "ACL101" in result.stdout
+
+
+def test_clean_file_exits_0(tmp_path: Path) -> None:
+    (tmp_path / "ok.py").write_text("import torch\nx = torch.zeros(3)\n")
+    result = run("check", "ok.py", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == "All checks passed!"
+
+
+@pytest.mark.parametrize(
+    ("args", "codes"),
+    [
+        (["--select", "ACL102"], ["ACL102"]),
+        (["--select", "ACL1"], ["ACL101", "ACL102"]),
+        (["--ignore", "ACL101"], ["ACL102"]),
+        (["--ignore", "ACL1"], []),
+        (["--select", "ALL", "--ignore", "ACL102"], ["ACL101"]),
+        (["--select", "ACL101", "--extend-select", "ACL102"], ["ACL101", "ACL102"]),
+        (["--select", "ACL101", "--ignore", "ACL1"], ["ACL101"]),  # more specific wins
+    ],
+)
+def test_selection(project: Path, args: list[str], codes: list[str]) -> None:
+    result = run("check", "train.py", "--output-format", "json", *args, cwd=project)
+    assert [d["code"] for d in json.loads(result.stdout)] == codes
+    assert result.returncode == (1 if codes else 0)
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
+def test_unknown_code_is_a_usage_error(project: Path, option: str) -> None:
+    result = run("check", "train.py", option, "ACL999", cwd=project)
+    assert result.returncode == 2
+    assert "ACL999" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_json_format(project: Path) -> None:
+    result = run("check", "train.py", "--output-format", "json", "--select", "ACL102", cwd=project)
+    (finding,) = json.loads(result.stdout)
+    assert finding == {
+        "code": "ACL102",
+        "name": "dataloader-unpinned-memory",
+        "message": "DataLoader returns pageable memory, so every host-to-GPU copy is synchronous "
+        "and staged: `pin_memory` is not set",
+        "filename": "train.py",
+        "location": {"row": 6, "column": 10},
+        "end_location": {"row": 6, "column": 40},
+        "url": "https://github.com/accel-lint/accel-lint/blob/main/rules/ACL102.md",
+        "fix": {
+            "applicability": "safe",
+            "message": "Add `pin_memory=True`",
+            "edits": [
+                {
+                    "content": ", pin_memory=True",
+                    "location": {"row": 6, "column": 39},
+                    "end_location": {"row": 6, "column": 39},
+                }
+            ],
+        },
+    }
+
+
+def _apply_edits(text: str, edits: list[dict[str, dict[str, int] | str]]) -> str:
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def offset(loc: dict[str, int]) -> int:
+        return offsets[loc["row"] - 1] + loc["column"] - 1
+
+    for edit in sorted(edits, key=lambda e: offset(e["location"]), reverse=True):  # type: ignore[arg-type]
+        start, end = offset(edit["location"]), offset(edit["end_location"])  # type: ignore[arg-type]
+        text = text[:start] + str(edit["content"]) + text[end:]
+    return text
+
+
+def test_json_edits_reproduce_the_fix(project: Path) -> None:
+    """Applying a finding's JSON edits gives exactly what `fix` writes for it."""
+    result = run("check", "train.py", "--output-format", "json", "--select", "ACL101", cwd=project)
+    (finding,) = json.loads(result.stdout)
+    edited = _apply_edits(TRAIN, finding["fix"]["edits"])
+    run("fix", "--apply", "--unsafe-fixes", "--select", "ACL101", "train.py", cwd=project)
+    assert edited == (project / "train.py").read_text()
+    assert "import os\n" in edited
+
+
+def test_full_format_shows_the_source_line_with_a_marker(project: Path) -> None:
+    result = run("check", "train.py", "--select", "ACL102", cwd=project)
+    assert "\x1b[" not in result.stdout  # plain text when not writing to a terminal
+    assert result.stdout.splitlines()[:9] == [
+        "ACL102 [*] DataLoader returns pageable memory, so every host-to-GPU copy is "
+        "synchronous and staged: `pin_memory` is not set",
+        "  --> train.py:6:10",
+        "  |",
+        "5 | data = torch.utils.data.TensorDataset(torch.randn(64, 3))",
+        "6 | loader = DataLoader(data, batch_size=8)",
+        "  |          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ ACL102",
+        "7 | for (x,) in loader:",
+        "  |",
+        "help: Add `pin_memory=True` (safe fix)",
+    ]
+
+
+def test_full_format_in_a_terminal_is_colored(project: Path) -> None:
+    pytest.importorskip("pty")
+    import pty
+
+    out = b""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - child
+        os.chdir(project)
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR",)}
+        env["TERM"] = "xterm-256color"
+        env.pop("FORCE_COLOR", None)
+        os.execve(sys.executable, [sys.executable, "-m", "accel_lint", "check", "train.py"], env)
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    assert b"\x1b[" in out
+    assert b"ACL101" in out
+
+
+def test_statistics(project: Path) -> None:
+    result = run("check", "train.py", "--statistics", cwd=project)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "1\tACL101\t[~] dataloader-sync-loading  (1 unsafe fix)",
+        "1\tACL102\t[*] dataloader-unpinned-memory  (1 safe fix)",
+        "Found 2 findings: 1 with a safe fix, 1 with an unsafe fix.",
+    ]
+
+
+def test_stdin_with_filename(project: Path) -> None:
+    result = run(
+        "check", "-", "--stdin-filename", "nested/train.py", "--output-format", "concise", "-q",
+        cwd=project, stdin=TRAIN,
+    )
+    assert result.returncode == 1
+    assert [line.split(": ")[0] for line in result.stdout.splitlines()] == [
+        "nested/train.py:6:10",
+        "nested/train.py:6:10",
+    ]
+
+
+def test_stdin_fix_prints_the_fixed_source(project: Path) -> None:
+    result = run("fix", "--apply", "-", "--select", "ACL102", cwd=project, stdin=TRAIN)
+    assert result.stdout == TRAIN.replace("batch_size=8)", "batch_size=8, pin_memory=True)")
+
+
+def test_noqa_and_skip_file(tmp_path: Path) -> None:
+    lines = TRAIN.splitlines()
+    lines[5] += "  # noqa: ACL102"
+    (tmp_path / "one.py").write_text("\n".join(lines) + "\n")
+    lines[5] = lines[5].replace("# noqa: ACL102", "# noqa")
+    (tmp_path / "both.py").write_text("\n".join(lines) + "\n")
+    (tmp_path / "skip.py").write_text("# accel-lint: skip-file\n" + TRAIN)
+    result = run("check", ".", "--output-format", "json", cwd=tmp_path)
+    codes = [(Path(d["filename"]).name, d["code"]) for d in json.loads(result.stdout)]
+    assert codes == [("one.py", "ACL101")]
+
+
+def test_noqa_is_never_fixed(tmp_path: Path) -> None:
+    text = TRAIN.replace("batch_size=8)", "batch_size=8)  # noqa: ACL102")
+    (tmp_path / "t.py").write_text(text)
+    result = run("fix", "--apply", "--select", "ACL102", "t.py", cwd=tmp_path)
+    assert result.returncode == 0
+    assert (tmp_path / "t.py").read_text() == text
+
+
+def test_config_in_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'demo'\ndependencies = ['torch>=1.13']\n\n"
+        "[tool.accel-lint]\n"
+        'select = ["ACL1"]\n'
+        'ignore = ["ACL102"]\n'
+        'exclude = ["legacy"]\n'
+        '[tool.accel-lint.per-file-ignores]\n"scripts/*.py" = ["ACL101"]\n'
+        "[tool.accel-lint.rules.ACL101]\nnum-workers = 4\n"
+    )
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "old.py").write_text(TRAIN)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "s.py").write_text(TRAIN)
+    result = run("check", ".", "--output-format", "json", cwd=tmp_path)
+    found = [(d["filename"], d["code"]) for d in json.loads(result.stdout)]
+    assert found == [("train.py", "ACL101")]
+    fixed = run("fix", "--unsafe-fixes", "train.py", cwd=tmp_path)
+    assert "+loader = DataLoader(data, batch_size=8, num_workers=4)" in fixed.stdout
+    # a subdirectory finds the project's configuration too
+    sub = run("check", "scripts/s.py", cwd=tmp_path)
+    assert sub.returncode == 0
+    # a file named explicitly is linted even when excluded, unless --force-exclude
+    assert run("check", "legacy/old.py", cwd=tmp_path).returncode == 1
+    assert run("check", "legacy/old.py", "--force-exclude", cwd=tmp_path).returncode == 0
+
+
+def test_accel_lint_toml_and_config_option(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "accel-lint.toml").write_text('select = ["ACL102"]\n')
+    (tmp_path / "other.toml").write_text('[tool.accel-lint]\nselect = ["ACL101"]\n')
+    found = run("check", "train.py", "--output-format", "json", cwd=tmp_path)
+    assert [d["code"] for d in json.loads(found.stdout)] == ["ACL102"]
+    given = run("check", "train.py", "--output-format", "json", "--config", "other.toml", cwd=tmp_path)
+    assert [d["code"] for d in json.loads(given.stdout)] == ["ACL101"]
+    isolated = run("check", "train.py", "--output-format", "json", "--isolated", cwd=tmp_path)
+    assert [d["code"] for d in json.loads(isolated.stdout)] == ["ACL101", "ACL102"]
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ('[tool.accel-lint]\nselekt = ["ACL1"]\n', "selekt"),
+        ('[tool.accel-lint]\nselect = ["ACL777"]\n', "ACL777"),
+        ('[tool.accel-lint.per-file-ignores]\n"a.py" = ["ACL9"]\n', "ACL9"),
+        ("[tool.accel-lint.rules.ACL101]\nworkers = 3\n", "workers"),
+        ("[tool.accel-lint.rules.ACL555]\nx = 1\n", "ACL555"),
+        ('[tool.accel-lint]\ntarget-torch = "latest"\n', "target-torch"),
+        ("[tool.accel-lint\n", "invalid TOML"),
+    ],
+)
+def test_bad_configuration_is_a_clear_error(tmp_path: Path, config: str, named: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(config)
+    (tmp_path / "train.py").write_text(TRAIN)
+    result = run("check", "train.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert named in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_input_files_become_acl000_and_the_run_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "a_syntax.py").write_text("import torch\ndef broken(:\n    pass\n")
+    (tmp_path / "b_latin1.py").write_bytes(b"# caf\xe9\nimport torch\n")
+    (tmp_path / "c_declared.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + TRAIN.encode()
+    )
+    (tmp_path / "d_empty.py").write_bytes(b"")
+    (tmp_path / "e_link.py").symlink_to(tmp_path / "missing.py")
+    (tmp_path / "f_nul.py").write_bytes(b"import torch\x00\n")
+    result = run("check", ".", "--output-format", "json", "--select", "ACL102", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    found = [(d["filename"], d["code"], d["location"]["row"]) for d in json.loads(result.stdout)]
+    assert found == [
+        ("a_syntax.py", "ACL000", 2),
+        ("b_latin1.py", "ACL000", 1),
+        ("c_declared.py", "ACL102", 8),
+        ("e_link.py", "ACL000", 1),
+        ("f_nul.py", "ACL000", 1),
+    ]
+    messages = {d["filename"]: d["message"] for d in json.loads(result.stdout)}
+    assert "not valid UTF-8" in messages["b_latin1.py"]
+    assert "no such file" in messages["e_link.py"]
+    assert messages["a_syntax.py"].startswith("SyntaxError: invalid syntax")
+
+
+def test_missing_path_is_reported(tmp_path: Path) -> None:
+    result = run("check", "nope.py", "--output-format", "concise", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith("nope.py:1:1: ACL000 cannot read file: no such file or directory")
+
+
+def test_huge_file_is_refused_with_a_reason(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("x = 1\n" * 1_000_000)
+    result = run("check", "big.py", "--output-format", "concise", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "too large to lint" in result.stdout
+
+
+def test_fix_without_apply_prints_a_diff_and_exits_1(project: Path) -> None:
+    result = run("fix", "train.py", cwd=project)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[:2] == ["--- a/train.py", "+++ b/train.py"]
+    assert "+loader = DataLoader(data, batch_size=8, pin_memory=True)" in result.stdout
+    assert (project / "train.py").read_text() == TRAIN  # nothing written
+    assert "Would fix 1 finding in 1 file." in result.stderr
+
+
+def test_fix_without_pending_changes_exits_0(tmp_path: Path) -> None:
+    (tmp_path / "ok.py").write_text("import torch\n")
+    result = run("fix", "ok.py", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout == ""
+
+
+def test_fix_apply_writes_and_reports_what_remains(project: Path) -> None:
+    result = run("fix", "--apply", "train.py", cwd=project)
+    assert result.returncode == 1  # ACL101's fix is unsafe: the finding remains
+    assert "pin_memory=True" in (project / "train.py").read_text()
+    assert "Fixed 1 finding in 1 file." in result.stderr
+    assert "ACL101" in result.stderr
+    again = run("fix", "--apply", "--unsafe-fixes", "train.py", cwd=project)
+    assert again.returncode == 0
+    assert run("check", "train.py", cwd=project).returncode == 0
+
+
+def test_exit_non_zero_on_fix(project: Path) -> None:
+    result = run("fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "train.py", cwd=project)
+    assert result.returncode == 1
+    result = run("fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "train.py", cwd=project)
+    assert result.returncode == 0
+
+
+def test_rule_and_rules_commands(tmp_path: Path) -> None:
+    page = run("rule", "acl101", cwd=tmp_path)
+    assert page.returncode == 0
+    assert page.stdout.startswith("# ACL101 · dataloader-sync-loading")
+    listing = run("rules", "--output-format", "json", cwd=tmp_path)
+    codes = [r["code"] for r in json.loads(listing.stdout)]
+    assert codes[:2] == ["ACL101", "ACL102"] and codes == sorted(codes)
+    table = run("rules", cwd=tmp_path)
+    assert "dataloader-sync-loading" in table.stdout
+    unknown = run("rule", "ACL999", cwd=tmp_path)
+    assert unknown.returncode == 2 and "ACL999" in unknown.stderr
+
+
+def test_version(tmp_path: Path) -> None:
+    from accel_lint import __version__
+
+    result = run("--version", cwd=tmp_path)
+    assert result.stdout.strip() == f"accel-lint, version {__version__}"
