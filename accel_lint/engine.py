@@ -9,6 +9,7 @@ import difflib
 import io
 import re
 import tokenize
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -191,7 +192,7 @@ def analyze(
 def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
     """CPython's message and position, which users know; libcst's if CPython parses it."""
     try:
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        _compile(text, path)
     except SyntaxError as cpython:
         return parse_error(
             path, f"SyntaxError: {cpython.msg}", cpython.lineno or 1, cpython.offset or 1
@@ -203,9 +204,16 @@ def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnosti
     )
 
 
+def _compile(text: str, path: str) -> None:
+    # CPython's SyntaxWarnings ("is" with a literal...) are not ours to print
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+
+
 def _syntax_check(path: str, text: str) -> str | None:
     try:
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        _compile(text, path)
     except (SyntaxError, ValueError) as exc:
         return str(exc)
     except (RecursionError, MemoryError):
