@@ -255,6 +255,11 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
     out: list[Diagnostic] = []
     for finding in sorted(analysis.findings, key=lambda f: sort_key(f, analysis)):
         rng = analysis.range_of(finding.node)
+        message = finding.message
+        if finding.related:
+            # point at what the finding depends on elsewhere (an argparse default)
+            rows = sorted({analysis.range_of(n).start.line for n in finding.related})
+            message += f" (line {', '.join(map(str, rows))})"
         fix_view = None
         if finding.fix is not None and with_edits:
             fix_view = FixView(
@@ -266,7 +271,7 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
             Diagnostic(
                 finding.code,
                 finding.name,
-                finding.message,
+                message,
                 analysis.path,
                 rng.start.line,
                 rng.start.column + 1,

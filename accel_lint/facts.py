@@ -60,6 +60,12 @@ class ArgparseOption:
     default: cst.BaseExpression | None  # None when the option has no default=
     call: cst.Call  # the add_argument(...) call
     default_arg: cst.Arg | None  # the default= argument (fixes rewrite its value)
+    flags: tuple[str, ...] = ()  # as written: ("--workers", "-j")
+
+    @property
+    def flag(self) -> str:
+        longs = [f for f in self.flags if f.startswith("--")]
+        return (longs or list(self.flags) or ["--" + self.dest])[0]
 
 
 @dataclass
@@ -417,7 +423,7 @@ def _argparse_option(call: cst.Call) -> ArgparseOption | None:
         if chosen is None:
             return None
         dest = chosen.replace("-", "_")
-    return ArgparseOption(dest, default, call, default_arg)
+    return ArgparseOption(dest, default, call, default_arg, tuple(flags))
 
 
 def is_exit_statement(stmt: cst.BaseStatement, scope: Scope) -> bool:

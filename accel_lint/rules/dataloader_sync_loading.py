@@ -102,10 +102,10 @@ class DataloaderSyncLoading(Rule):
             default = self.facts.literal_value(option.default, scope)
             if int_value(default) != 0:
                 return
-            flag = option.dest.replace("_", "-")
+            flag = option.flag
             new_arg = option.default_arg.with_changes(value=cst.parse_expression(workers))
             fix = Fix(
-                f"Change the default of `--{flag}` to `{workers}`",
+                f"Change the default of `{flag}` to `{workers}`",
                 {option.default_arg: new_arg},
                 imports,
                 self.fix_safety,
@@ -113,7 +113,7 @@ class DataloaderSyncLoading(Rule):
             self.report(
                 call,
                 f"DataLoader loads every batch in the training process: `num_workers` is "
-                f"`{code_for(value)}`, whose argparse default is 0",
+                f"`{code_for(value)}`, and the default of `{flag}` is 0",
                 fix,
                 equivalence=equivalence,
                 related=(option.default,),
