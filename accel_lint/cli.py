@@ -148,7 +148,22 @@ def main() -> None:
 )
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Print the diff of the fixes instead of the findings, like `fix` without --apply; "
+    "exit 1 when fixes are pending.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes for linting (default: one per available CPU).",
+)
+@click.pass_context
 def check(
+    ctx: click.Context,
     paths: tuple[str, ...],
     select: str | None,
     ignore: str | None,
@@ -163,8 +178,33 @@ def check(
     output_format: str,
     statistics: bool,
     exit_zero: bool,
+    diff: bool,
+    jobs: int | None,
 ) -> None:
     """Lint PATHS (files or directories; `-` reads standard input)."""
+    if diff:
+        if statistics:
+            _fail("--diff and --statistics cannot be combined")
+        try:
+            ctx.invoke(
+                fix,
+                paths=paths,
+                select=select,
+                ignore=ignore,
+                extend_select=extend_select,
+                config_file=config_file,
+                isolated=isolated,
+                unsafe_fixes=unsafe_fixes,
+                stdin_filename=stdin_filename,
+                force_exclude=force_exclude,
+                no_cache=no_cache,
+                quiet=quiet,
+            )
+        except SystemExit as exc:
+            if exit_zero and exc.code == EXIT_FINDINGS:
+                sys.exit(EXIT_OK)
+            raise
+        return
     common = _common(
         paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename
     )
@@ -180,7 +220,9 @@ def check(
     else:
         files = discover(common.paths, settings, force_exclude=force_exclude)
         files_checked = len(files)
-        reports = lint_paths(files, settings, with_edits=with_edits, use_cache=not no_cache)
+        reports = lint_paths(
+            files, settings, with_edits=with_edits, use_cache=not no_cache, jobs=jobs
+        )
     found: list[Diagnostic] = [d for r in reports for d in r.diagnostics]
     internal = [r for r in reports if r.internal_error]
     out = sys.stdout
@@ -455,3 +497,8 @@ def rule_cmd(code: str) -> None:
         Console().print(Markdown(page))
     else:
         stdout.write(page)
+
+
+from accel_lint.verify.command import verify  # noqa: E402  (registered after the other commands)
+
+main.add_command(verify)

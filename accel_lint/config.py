@@ -98,7 +98,15 @@ class Settings:
         return codes
 
     def is_excluded(self, path: str | os.PathLike[str]) -> bool:
-        return any(path_matches(path, pattern, self.root) for pattern in self.exclude)
+        # Discovery asks this for every file and directory: a literal name such as
+        # `.git` or `build` (every default) is a lookup in the path's parts.
+        _, parts = _relative_parts(path, self.root)
+        return any(
+            pattern.rstrip("/") in parts
+            if "/" not in pattern.rstrip("/") and not _GLOB_CHARS.intersection(pattern)
+            else path_matches(path, pattern, self.root)
+            for pattern in self.exclude
+        )
 
     def fingerprint(self) -> str:
         """Stable hash of everything that changes lint results (for the cache key)."""
@@ -112,15 +120,21 @@ class Settings:
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _relative_parts(path: str | os.PathLike[str], root: Path) -> tuple[PurePath, tuple[str, ...]]:
+    p = PurePath(os.path.abspath(path))
+    try:
+        return p, p.relative_to(os.path.abspath(root)).parts
+    except ValueError:
+        return p, p.parts
+
+
 def path_matches(path: str | os.PathLike[str], pattern: str, root: Path) -> bool:
     """Glob match on the path relative to `root`, on any of its trailing parts, or
     on the file name; so `tests/*.py`, `legacy` and `*_test.py` all do what they say."""
-    p = PurePath(os.path.abspath(path))
-    try:
-        rel = p.relative_to(os.path.abspath(root))
-        parts = rel.parts
-    except ValueError:
-        parts = p.parts
+    p, parts = _relative_parts(path, root)
     rel_str = "/".join(parts)
     if fnmatch.fnmatchcase(rel_str, pattern) or fnmatch.fnmatchcase(p.as_posix(), pattern):
         return True

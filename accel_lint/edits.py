@@ -34,13 +34,26 @@ def add_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -
     if not args:
         return call.with_changes(args=[new_arg])
     last = args[-1]
-    sep = _separator(args)
+    sep = _separator(call)
     if isinstance(last.comma, cst.Comma):
-        args[-1] = last.with_changes(comma=sep)
-        args.append(new_arg.with_changes(comma=last.comma))
+        after = last.comma.whitespace_after
+        sep_after = sep.whitespace_after
+        if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
+            sep_after, cst.ParenthesizedWhitespace
+        ):
+            # the last argument keeps its own trailing comment; the new one takes the
+            # line break before the closing parenthesis
+            kept = sep_after.with_changes(first_line=after.first_line)
+            args[-1] = last.with_changes(comma=sep.with_changes(whitespace_after=kept))
+            moved = after.with_changes(first_line=cst.TrailingWhitespace())
+            args.append(new_arg.with_changes(comma=last.comma.with_changes(whitespace_after=moved)))
+        else:
+            args[-1] = last.with_changes(comma=sep)
+            args.append(new_arg.with_changes(comma=last.comma))
     else:
-        args[-1] = last.with_changes(comma=sep)
-        args.append(new_arg)
+        # the line break before the closing parenthesis follows the new last argument
+        args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
+        args.append(new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return call.with_changes(args=args)
 
 
@@ -55,16 +68,29 @@ def set_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -
     return add_keyword(call, keyword, expr)
 
 
-def _separator(args: list[cst.Arg]) -> cst.Comma:
-    """The comma style the call already uses between arguments (newline and indent kept)."""
+def _separator(call: cst.Call) -> cst.Comma:
+    """The comma style the call already uses between arguments (newline and indent kept,
+    comments left where they are)."""
+    args = call.args
     for arg in args[:-1]:
         if isinstance(arg.comma, cst.Comma):
-            return arg.comma
+            return _without_comments(arg.comma)
     last = args[-1]
-    if isinstance(last.comma, cst.Comma):
-        ws = last.comma.whitespace_after
-        if isinstance(ws, cst.ParenthesizedWhitespace):
-            # a lone argument on its own line: the new one goes on the next line,
-            # indented like the first
-            return last.comma
+    before = call.whitespace_before_args
+    if (
+        isinstance(last.comma, cst.Comma)
+        and isinstance(last.comma.whitespace_after, cst.ParenthesizedWhitespace)
+        and isinstance(before, cst.ParenthesizedWhitespace)
+    ):
+        # a lone argument on its own line: the new one goes on the next line,
+        # indented like the first
+        return cst.Comma(whitespace_after=before.with_changes(first_line=cst.TrailingWhitespace()))
     return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _without_comments(comma: cst.Comma) -> cst.Comma:
+    ws = comma.whitespace_after
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        ws = ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        return comma.with_changes(whitespace_after=ws)
+    return comma

@@ -49,8 +49,8 @@ class CallSite:
 
     node: cst.Call
     scope: Scope
-    guards: tuple[Guard, ...]
-    loops: tuple[cst.For | cst.While, ...]
+    guards: tuple[Guard, ...]  # enclosing ifs and early exits inside `function` only
+    loops: tuple[cst.For | cst.While, ...]  # enclosing loops inside `function` only
     function: cst.FunctionDef | None  # the def whose body contains the call
 
 
@@ -90,6 +90,8 @@ class FileFacts:
         self.scope = self.module_scope
         self.guards: list[Guard] = []
         self.loops: list[cst.For | cst.While] = []
+        # guards and loops around each def or lambda being walked: its body starts afresh
+        self.outer_context: list[tuple[list[Guard], list[cst.For | cst.While]]] = []
         self.functions_stack: list[cst.FunctionDef] = []
         self.classes_stack: list[cst.ClassDef] = []
         # collected
@@ -526,6 +528,17 @@ class FactsCollector:
         self._push("function", node)
         self._bind_params(node.params)
 
+    def _enter_body(self, node: cst.FunctionDef | cst.Lambda) -> None:
+        # An `if` or loop around a def does not run its body: the body runs where it is
+        # called. Decorators and defaults, evaluated at the def, keep the outer context.
+        facts = self.facts
+        facts.outer_context.append((facts.guards, facts.loops))
+        facts.guards = []
+        facts.loops = []
+
+    visit_FunctionDef_body = _enter_body
+    visit_Lambda_body = _enter_body
+
     def _bind_params(self, params: cst.Parameters) -> None:
         extras = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
         for param in [*params.posonly_params, *params.params, *params.kwonly_params, *extras]:
@@ -676,6 +689,12 @@ class ScopeCloser:
     leave_SetComp = _pop_scope
     leave_DictComp = _pop_scope
     leave_GeneratorExp = _pop_scope
+
+    def _leave_body(self, node: cst.FunctionDef | cst.Lambda) -> None:
+        self.facts.guards, self.facts.loops = self.facts.outer_context.pop()
+
+    leave_FunctionDef_body = _leave_body
+    leave_Lambda_body = _leave_body
 
     def leave_For(self, node: cst.For) -> None:
         self.facts.loops.pop()

@@ -16,7 +16,7 @@ import libcst as cst
 
 from accel_lint.config import Settings
 from accel_lint.engine import Analysis, Source, analyze, safety_allowed
-from accel_lint.rule import Finding, Fix, Replacement, Rule
+from accel_lint.rule import Equivalence, Finding, Fix, Replacement, Rule
 
 MAX_ITERATIONS = 10
 
@@ -187,6 +187,7 @@ def _insert_import(module: cst.Module, code: str) -> cst.Module:
 class AppliedFix:
     code: str
     message: str
+    equivalence: Equivalence | None = None  # the finding's own class, when not the rule's
 
 
 @dataclass
@@ -263,7 +264,7 @@ def fix_source(
         new_text = apply_fixes_once(analysis.module, [f.fix for f in chosen if f.fix is not None])
         if new_text == text:
             break
-        applied.extend(AppliedFix(f.code, f.fix.message) for f in chosen if f.fix is not None)
+        applied.extend(AppliedFix(f.code, f.fix.message, f.equivalence) for f in chosen if f.fix is not None)
         text = new_text
     return FixOutcome(
         path,

@@ -1,28 +1,43 @@
-"""`--output-format github`: workflow commands, as GitHub documents them
-(https://docs.github.com/actions/reference/workflow-commands-for-github-actions)."""
+"""`--output-format github`: one workflow command per finding, as GitHub documents
+them (https://docs.github.com/actions/reference/workflow-commands-for-github-actions),
+for example (one line):
+
+    ::warning file=/w/repo/train.py,line=12,col=9,endLine=12,endColumn=52,title=ACL101::
+    train.py:12:9: ACL101 DataLoader ...
+
+The runner turns each line into an annotation on the file and line. `file` is
+absolute: the runner makes a path inside the workspace relative to the
+repository, which also holds when accel-lint runs in a subdirectory (a relative
+path would be taken as relative to the repository root). The message repeats
+the location because the job log shows only the message. Escaping follows the
+runner's parser (actions/runner `ActionCommand.TryParseV2`): `%`, CR and LF in
+the message; also `:` and `,` in property values.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TextIO
 
-from accel_lint.engine import Diagnostic
+from accel_lint.engine import PARSE_ERROR, Diagnostic
 
 
-def _escape_data(text: str) -> str:
+def escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def github_line(diag: Diagnostic) -> str:
-    level = "error" if diag.code == "ACL000" else "warning"
+    # a parse error fails the run outright; findings are warnings the exit code gates
+    level = "error" if diag.code == PARSE_ERROR else "warning"
     props = ",".join(
-        f"{key}={_escape_property(str(value))}"
+        f"{key}={escape_property(str(value))}"
         for key, value in (
-            ("file", diag.filename),
+            ("file", os.path.abspath(diag.filename)),
             ("line", diag.row),
             ("col", diag.column),
             ("endLine", diag.end_row),
@@ -30,7 +45,8 @@ def github_line(diag: Diagnostic) -> str:
             ("title", diag.code),
         )
     )
-    return f"::{level} {props}::{_escape_data(f'{diag.code} {diag.message}')}"
+    message = f"{diag.filename}:{diag.row}:{diag.column}: {diag.code} {diag.message}"
+    return f"::{level} {props}::{escape_data(message)}"
 
 
 def render_github(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:

@@ -1,42 +1,72 @@
-"""`--output-format sarif`: SARIF 2.1.0, one rule entry per code, results with fixes."""
+"""`--output-format sarif`: SARIF 2.1.0 (OASIS), as GitHub code scanning reads it.
+
+One `reportingDescriptor` per code (ACL000 for files that cannot be parsed, then
+every rule), with its summary, the "What it does" text of its page, the whole
+page as help Markdown and a `helpUri` to the page. Results point into the
+rule list by `ruleIndex` and carry the fix as `fixes[].artifactChanges`.
+Regions are 1-based with an exclusive end column, in Unicode code points, which
+is what accel-lint's own columns are. Files under the working directory get a
+relative URI against `%SRCROOT%` (GitHub resolves it against the repository
+root, so run from there); others an absolute `file:` URI.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any, TextIO
+from urllib.parse import quote
 
 from accel_lint import __version__
 from accel_lint.config import all_rules
 from accel_lint.engine import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic
 from accel_lint.pages import page_url, read_page
 
-SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 TOOL_URI = "https://github.com/accel-lint/accel-lint"
+SRCROOT = "%SRCROOT%"
+
+_WHAT_IT_DOES = re.compile(r"^## What it does\n+(.*?)(?=\n## |\Z)", re.MULTILINE | re.DOTALL)
 
 
-def _uri(path: str) -> str:
-    p = PurePath(path)
-    if p.is_absolute():
-        return p.as_uri()
-    return p.as_posix()
+def artifact_location(path: str) -> dict[str, str]:
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return {"uri": PurePath(absolute).as_uri()}
+    return {"uri": quote(PurePath(relative).as_posix()), "uriBaseId": SRCROOT}
 
 
-def _rule_entries() -> list[dict[str, Any]]:
+def _what_it_does(page: str | None) -> str | None:
+    match = _WHAT_IT_DOES.search(page or "")
+    if match is None:
+        return None
+    return " ".join(match.group(1).split())
+
+
+def rule_descriptors() -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = [
         {
             "id": PARSE_ERROR,
             "name": PARSE_ERROR_NAME,
             "shortDescription": {"text": "The file could not be read, decoded or parsed"},
-            "help": {"text": "accel-lint reports a file it cannot read, decode or parse as ACL000."},
+            "fullDescription": {
+                "text": "accel-lint reports a file it cannot read, decode or parse as ACL000; "
+                "no rule can check it until it parses."
+            },
+            "help": {"text": "Fix the syntax or encoding error named in the message."},
             "defaultConfiguration": {"level": "error"},
         }
     ]
     for rule in all_rules():
         page = read_page(rule.code)
-        help_entry: dict[str, str] = {"text": f"{rule.summary}. See {page_url(rule.code)}"}
+        url = page_url(rule.code)
+        help_entry: dict[str, str] = {"text": f"{rule.summary}. See {url}"}
         if page:
             help_entry["markdown"] = page
         entries.append(
@@ -44,9 +74,9 @@ def _rule_entries() -> list[dict[str, Any]]:
                 "id": rule.code,
                 "name": rule.name,
                 "shortDescription": {"text": rule.summary},
-                "fullDescription": {"text": rule.summary},
+                "fullDescription": {"text": _what_it_does(page) or rule.summary},
                 "help": help_entry,
-                "helpUri": page_url(rule.code),
+                "helpUri": url,
                 "defaultConfiguration": {"level": "warning", "enabled": rule.default_enabled},
                 "properties": {
                     "fix": rule.fix_safety.value,
@@ -57,20 +87,25 @@ def _rule_entries() -> list[dict[str, Any]]:
     return entries
 
 
+def _region(row: int, column: int, end_row: int, end_column: int) -> dict[str, int]:
+    return {"startLine": row, "startColumn": column, "endLine": end_row, "endColumn": end_column}
+
+
 def _result(diag: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
-    region = {
-        "startLine": diag.row,
-        "startColumn": diag.column,
-        "endLine": diag.end_row,
-        "endColumn": diag.end_column,
-    }
-    location = {"physicalLocation": {"artifactLocation": {"uri": _uri(diag.filename)}, "region": region}}
+    location = artifact_location(diag.filename)
     result: dict[str, Any] = {
         "ruleId": diag.code,
         "ruleIndex": index[diag.code],
         "level": "error" if diag.code == PARSE_ERROR else "warning",
         "message": {"text": diag.message},
-        "locations": [location],
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": location,
+                    "region": _region(diag.row, diag.column, diag.end_row, diag.end_column),
+                }
+            }
+        ],
     }
     if diag.fix is not None and diag.fix.edits:
         result["fixes"] = [
@@ -78,15 +113,10 @@ def _result(diag: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
                 "description": {"text": f"{diag.fix.message} ({diag.fix.applicability} fix)"},
                 "artifactChanges": [
                     {
-                        "artifactLocation": {"uri": _uri(diag.filename)},
+                        "artifactLocation": location,
                         "replacements": [
                             {
-                                "deletedRegion": {
-                                    "startLine": e.row,
-                                    "startColumn": e.column,
-                                    "endLine": e.end_row,
-                                    "endColumn": e.end_column,
-                                },
+                                "deletedRegion": _region(e.row, e.column, e.end_row, e.end_column),
                                 "insertedContent": {"text": e.content},
                             }
                             for e in diag.fix.edits
@@ -99,7 +129,7 @@ def _result(diag: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
 
 
 def sarif_log(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
-    rules = _rule_entries()
+    rules = rule_descriptors()
     index = {entry["id"]: i for i, entry in enumerate(rules)}
     return {
         "$schema": SCHEMA,
@@ -114,7 +144,8 @@ def sarif_log(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
                         "rules": rules,
                     }
                 },
-                "originalUriBaseIds": {"%SRCROOT%": {"uri": PurePath(os.getcwd()).as_uri() + "/"}},
+                "originalUriBaseIds": {SRCROOT: {"uri": PurePath(os.getcwd()).as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
                 "results": [_result(d, index) for d in diagnostics],
             }
         ],

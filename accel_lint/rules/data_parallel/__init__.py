@@ -1,0 +1,115 @@
+"""ACL401 data-parallel: `torch.nn.DataParallel`, and its migration to
+DistributedDataParallel under torchrun. Page: rules/ACL401.md
+
+The fix is a codemod in small steps, each a pure function from the surveyed
+`Shape` of the script to a `Plan` of edits (one module per concern):
+`process_group` (set up from torchrun's environment, destroy at the end),
+`wrap` (DataParallel -> DistributedDataParallel), `samplers` (DistributedSampler,
+per-process batch, `set_epoch`), `rank_zero` (saves and prints from rank 0).
+`plan.to_fix` composes them into one `Fix`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from accel_lint.names import Scope, resolves_to
+from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rules.data_parallel.equivalence import equivalence
+from accel_lint.rules.data_parallel.plan import merge, to_fix
+from accel_lint.rules.data_parallel.process_group import set_up_and_tear_down
+from accel_lint.rules.data_parallel.rank_zero import only_rank_zero
+from accel_lint.rules.data_parallel.samplers import shard_training_data
+from accel_lint.rules.data_parallel.shape import DATA_PARALLEL, NoFix, Reference, Shape
+from accel_lint.rules.data_parallel.survey import survey_script
+from accel_lint.rules.data_parallel.tree import Tree
+from accel_lint.rules.data_parallel.wrap import wrap_in_ddp
+
+__all__ = ["DATA_PARALLEL", "DataParallel"]
+
+_WHY = (
+    "DataParallel drives every GPU from one process: its threads contend for the GIL, the "
+    "model is copied to each GPU at every step and outputs are gathered on the first one"
+)
+
+
+class DataParallel(Rule):
+    code = "ACL401"
+    name = "data-parallel"
+    summary = "torch.nn.DataParallel: one process for all GPUs (use DistributedDataParallel)"
+    fix_safety = FixSafety.UNSAFE
+    equivalence = Equivalence.CLOSE
+    triggers = (b"DataParallel",)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._aliases = {"DataParallel"}  # names the file may import DataParallel as
+        self._references: list[tuple[cst.BaseExpression, Scope]] = []
+        self._bases: set[cst.CSTNode] = set()
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            if (
+                isinstance(alias.name, cst.Name)
+                and alias.name.value == "DataParallel"
+                and alias.asname is not None
+                and isinstance(alias.asname.name, cst.Name)
+            ):
+                self._aliases.add(alias.asname.name.value)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self._aliases:
+            self._references.append((node, self.facts.scope))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "DataParallel":
+            self._references.append((node, self.facts.scope))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._bases.update(base.value for base in node.bases)
+
+    def finish(self) -> None:
+        references = [
+            Reference(node, scope)
+            for node, scope in self._references
+            if resolves_to(node, scope, DATA_PARALLEL)
+        ]
+        for ref in references:
+            if ref.node in self._bases:
+                self.report(
+                    ref.node,
+                    f"{_WHY}; no fix: a subclass of DataParallel must be ported to "
+                    "DistributedDataParallel by hand",
+                )
+        calls = [s for s in self.facts.calls if resolves_to(s.node.func, s.scope, DATA_PARALLEL)]
+        if not calls:
+            return
+        if len(calls) > 1:
+            for site in calls:
+                reason = f"the script wraps {len(calls)} models in DataParallel"
+                self.report(site.node, f"{_WHY}; no fix: {reason}")
+            return
+        (site,) = calls
+        try:
+            shape = survey_script(site, self.facts, Tree(self.ctx.module), references)
+        except NoFix as reason:
+            self.report(site.node, f"{_WHY}; no fix: {reason}")
+            return
+        self.report(site.node, _WHY, self._fix(shape), equivalence=equivalence(shape, self.facts))
+
+    def _fix(self, shape: Shape) -> Fix:
+        plan = merge(
+            [
+                set_up_and_tear_down(shape),
+                wrap_in_ddp(shape),
+                shard_training_data(shape),
+                only_rank_zero(shape),
+                shape.names.imports,
+            ]
+        )
+        devices = shape.wrap.devices
+        launch = f"torchrun --nproc_per_node={devices if devices else '<GPUs>'}"
+        message = f"Migrate to DistributedDataParallel (launch with `{launch}`)"
+        return to_fix(shape.tree, plan, message, self.fix_safety)

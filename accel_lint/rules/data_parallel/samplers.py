@@ -1,0 +1,276 @@
+"""Training data: each training loader gets a `DistributedSampler` (its `shuffle=`
+moves into the sampler) and the per-process share of the global batch; each
+epoch loop starts with `sampler.set_epoch(epoch)`. Evaluation loaders (no
+`.backward()` in their loop) stay whole on every process.
+
+`training_loaders` surveys; `shard_training_data` is the step.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from accel_lint.edits import add_keyword, code_for, keyword_arg
+from accel_lint.facts import FileFacts
+from accel_lint.names import Scope, resolves_to
+from accel_lint.rules._dataloader import DATALOADER
+from accel_lint.rules.data_parallel.plan import Plan
+from accel_lint.rules.data_parallel.region import Region
+from accel_lint.rules.data_parallel.shape import (
+    EpochLoop,
+    NoFix,
+    Shape,
+    TrainingLoader,
+    depth_of,
+    is_none,
+    local_function,
+)
+from accel_lint.rules.data_parallel.source import expression, fits, split_call, statements
+from accel_lint.rules.data_parallel.tree import Block, Tree, calls_in, descendants, method_name
+
+_PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler")
+_ATOMS = (cst.Name, cst.Attribute, cst.Integer, cst.Call, cst.Subscript)
+
+
+def training_loaders(
+    facts: FileFacts, tree: Tree, block: Block, scope: Scope, region: Region
+) -> tuple[tuple[TrainingLoader, ...], tuple[EpochLoop, ...]]:
+    """The anchor block's training loaders, and the epoch loops they are trained in."""
+    loaders: list[TrainingLoader] = []
+    loops: dict[cst.For, list[str]] = {}
+    for site in region.sites:
+        if not (region.in_block(site) and resolves_to(site.node.func, site.scope, DATALOADER)):
+            continue
+        name = _assigned_name(site.node, tree)
+        if name is None:
+            continue
+        epoch_loops = _epoch_loops_training(name, facts, tree, block, scope, region)
+        if not epoch_loops:
+            continue  # an evaluation loader: every process keeps the whole dataset
+        loader = _loader(site.node, name, tree, scope, {x.sampler for x in loaders})
+        if len(scope.lookup(name) or []) != 1:
+            raise NoFix(f"the training loader `{name}` is assigned more than once")
+        for loop in epoch_loops:
+            if not tree.precedes(loader.statement, loop):
+                raise NoFix(f"the training loader `{name}` is built inside its epoch loop")
+            loops.setdefault(loop, []).append(loader.sampler)
+        loaders.append(loader)
+    if not loaders:
+        raise NoFix(
+            "no training loop over a DataLoader was found (a `for` over a loader, with "
+            "`.backward()` inside, in an epoch loop)"
+        )
+    epochs = tuple(_epoch_loop(loop, samplers, scope) for loop, samplers in loops.items())
+    return tuple(loaders), epochs
+
+
+def _assigned_name(call: cst.Call, tree: Tree) -> str | None:
+    statement = tree.statement(call)
+    if (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Assign)
+        and statement.body[0].value is call
+        and len(statement.body[0].targets) == 1
+    ):
+        target = statement.body[0].targets[0].target
+        if isinstance(target, cst.Name):
+            return target.value
+    return None
+
+
+def _epoch_loops_training(
+    name: str, facts: FileFacts, tree: Tree, block: Block, scope: Scope, region: Region
+) -> list[cst.For]:
+    """The loops of the anchor block around each training iteration of loader `name`."""
+    # where, in the anchor block, the loader is iterated: directly, or by a call
+    places: list[cst.CSTNode] = [
+        node
+        for node in descendants(block)
+        if isinstance(node, cst.For)
+        and _iterates(node.iter, name)
+        and _trains(node.body, facts, scope)
+    ]
+    loader_bindings = scope.lookup(name)
+    for site in region.sites:
+        found = local_function(site.node.func, site.scope, facts) if region.in_block(site) else None
+        if found is None:
+            continue
+        func, fscope = found
+        # the function reaches the loader through a parameter, or as a global
+        aliases = {_parameter_for(site.node, func, name)}
+        if fscope.lookup(name) == loader_bindings:
+            aliases.add(name)
+        if any(
+            isinstance(node, cst.For)
+            and any(_iterates(node.iter, alias) for alias in aliases if alias is not None)
+            and _trains(node.body, facts, fscope)
+            for node in descendants(func.body)
+        ):
+            places.append(site.node)
+    loops: list[cst.For] = []
+    for place in places:
+        around = tree.loops(place, block)
+        if not around:
+            raise NoFix(f"the training loop over `{name}` is not inside an epoch loop")
+        innermost = around[0]
+        if not isinstance(innermost, cst.For):
+            raise NoFix(f"the epoch loop around `{name}` is a `while` loop")
+        if innermost not in loops:
+            loops.append(innermost)
+    return loops
+
+
+def _iterates(expr: cst.BaseExpression, name: str) -> bool:
+    """`loader`, `enumerate(loader)`, `tqdm(loader, ...)`, `zip(a, loader)`."""
+    if isinstance(expr, cst.Name):
+        return expr.value == name
+    if isinstance(expr, cst.Call):
+        return any(
+            arg.keyword is None and not arg.star and _iterates(arg.value, name) for arg in expr.args
+        )
+    return False
+
+
+def _trains(body: cst.CSTNode, facts: FileFacts, scope: Scope, depth: int = 0) -> bool:
+    """`.backward()` in `body`, or in a function of the file that `body` calls."""
+    for call in calls_in(body):
+        if method_name(call) == "backward":
+            return True
+        if depth == 0:
+            func = local_function(call.func, scope, facts)
+            if func is not None and _trains(func[0].body, facts, func[1], depth + 1):
+                return True
+    return False
+
+
+def _parameter_for(call: cst.Call, func: cst.FunctionDef, name: str) -> str | None:
+    """The parameter of `func` that receives the variable `name` in `call`."""
+    params = [*func.params.posonly_params, *func.params.params]
+    for index, arg in enumerate(call.args):
+        if arg.star or not (isinstance(arg.value, cst.Name) and arg.value.value == name):
+            continue
+        if arg.keyword is not None:
+            return arg.keyword.value
+        if index < len(params):
+            return params[index].name.value
+    return None
+
+
+def _loader(call: cst.Call, name: str, tree: Tree, scope: Scope, taken: set[str]) -> TrainingLoader:
+    statement = tree.statement(call)
+    assert isinstance(statement, cst.SimpleStatementLine)
+    given: dict[str, cst.Arg] = {}
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            raise NoFix(f"`{name}` gets its arguments from `{arg.star}{code_for(arg.value)}`")
+        if arg.keyword is not None:
+            given[arg.keyword.value] = arg
+        elif index < len(_PARAMS):
+            given[_PARAMS[index]] = arg
+        else:
+            raise NoFix(f"`{name}` passes many arguments by position")
+    if "sampler" in given or "batch_sampler" in given:
+        raise NoFix(f"`{name}` already has its own sampler")
+    shuffle = given.get("shuffle")
+    if shuffle is not None and shuffle.keyword is None and positional[-1] is not shuffle:
+        raise NoFix(f"`{name}` passes arguments after `shuffle` by position")
+    dataset = given.get("dataset")
+    if dataset is None or not isinstance(dataset.value, (cst.Name, cst.Attribute)):
+        raise NoFix(f"the dataset of `{name}` is built in the call; bind it to a name first")
+    batch_size = given.get("batch_size")
+    if batch_size is None or is_none(batch_size.value):
+        raise NoFix(f"`{name}` has no batch size to divide among the processes")
+    sampler = _sampler_name(name)
+    if scope.lookup(sampler) is not None or sampler in taken:
+        raise NoFix(f"the script already uses the name `{sampler}`")
+    depth = depth_of(statement, tree)
+    return TrainingLoader(call, statement, name, dataset.value, batch_size, shuffle, sampler, depth)
+
+
+def _sampler_name(loader: str) -> str:
+    """`train_loader` -> `train_sampler`, `loader` -> `sampler`, `batches` -> `batches_sampler`."""
+    for suffix in ("dataloader", "loader", "dl"):
+        if loader == suffix:
+            return "sampler"
+        if loader.endswith("_" + suffix):
+            return loader[: -len(suffix)] + "sampler"
+    return f"{loader}_sampler"
+
+
+def _epoch_loop(loop: cst.For, samplers: list[str], scope: Scope) -> EpochLoop:
+    if not isinstance(loop.body, cst.IndentedBlock):
+        raise NoFix("the epoch loop is written on one line")
+    target = loop.target
+    if not isinstance(target, cst.Name):
+        raise NoFix(f"the epoch loop's target `{code_for(target)}` is not a single name")
+    if target.value != "_":
+        return EpochLoop(loop, target.value, False, tuple(samplers))
+    uses = any(isinstance(n, cst.Name) and n.value == "_" for n in descendants(loop.body))
+    if uses or scope.lookup("epoch") is not None:
+        raise NoFix("the epoch loop has no epoch variable (`for _ in ...`)")
+    return EpochLoop(loop, "epoch", True, tuple(samplers))
+
+
+# -- the step ---------------------------------------------------------------------------
+
+
+def shard_training_data(shape: Shape) -> Plan:
+    plan = Plan()
+    for loader in shape.loaders:
+        shuffle = code_for(loader.shuffle.value) if loader.shuffle is not None else "False"
+        dataset = code_for(loader.dataset)
+        sampler = statements(
+            f"{loader.sampler} = {shape.names.sampler}({dataset}, shuffle={shuffle})\n",
+            shape.module,
+        )[0]
+        # comments above the loader now introduce the sampler and the loader together
+        plan.insert_before(
+            loader.statement, [sampler.with_changes(leading_lines=loader.statement.leading_lines)]
+        )
+        plan.rewrite(loader.statement, lambda node: node.with_changes(leading_lines=()))
+        plan.rewrite(
+            loader.statement,
+            lambda node, loader=loader: _with_call(
+                node, _sharded(loader, shape), loader.depth, shape
+            ),  # type: ignore[misc]
+        )
+    for epoch_loop in shape.epoch_loops:
+        body = epoch_loop.loop.body
+        assert isinstance(body, cst.IndentedBlock)
+        calls = "".join(f"{s}.set_epoch({epoch_loop.epoch})\n" for s in epoch_loop.samplers)
+        plan.insert_before(body.body[0], statements(calls, shape.module))
+        if epoch_loop.rename:
+            plan.rewrite(epoch_loop.loop, lambda loop: loop.with_changes(target=cst.Name("epoch")))
+    return plan
+
+
+def _sharded(loader: TrainingLoader, shape: Shape) -> cst.Call:
+    """The loader call with `batch_size // world_size` and `sampler=` (in place of
+    `shuffle=`)."""
+    call = loader.call
+    args = list(call.args)
+    at = args.index(loader.batch_size)
+    value = loader.batch_size.value
+    text = code_for(value) if isinstance(value, _ATOMS) else f"({code_for(value)})"
+    args[at] = args[at].with_changes(value=expression(f"{text} // world_size"))
+    if loader.shuffle is None:
+        return add_keyword(call.with_changes(args=args), "sampler", loader.sampler)
+    at = args.index(loader.shuffle)
+    args[at] = keyword_arg("sampler", loader.sampler).with_changes(comma=args[at].comma)
+    return call.with_changes(args=args)
+
+
+def _with_call(
+    statement: cst.SimpleStatementLine, call: cst.Call, depth: int, shape: Shape
+) -> cst.SimpleStatementLine:
+    """`loader = <call>` with the new call, split over lines if it got too long."""
+    assign = statement.body[0]
+    assert isinstance(assign, cst.Assign)
+    line = code_for(
+        statement.with_changes(body=[assign.with_changes(value=call)], leading_lines=())
+    )
+    if "\n" not in line.rstrip("\n") and not fits(line.rstrip("\n"), depth, shape.module):
+        call = split_call(call, shape.module, depth)
+    return statement.with_changes(body=[assign.with_changes(value=call)])

@@ -1,0 +1,113 @@
+"""ACL302 zero-grad-keeps-tensors: `zero_grad(set_to_none=False)`, or a plain
+`zero_grad()` when the code must run on torch < 2.0 (where that was the default).
+Page: rules/ACL302.md"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from accel_lint.edits import add_keyword, code_for, keyword_arg
+from accel_lint.facts import CallSite
+from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rules.manual_zero_grad_loop import SET_TO_NONE_SINCE, Kind, TorchObjects
+
+# `set_to_none` became True by default in torch 2.0.
+DEFAULT_SINCE = (2, 0)
+
+
+def _with_set_to_none(call: cst.Call) -> cst.Call:
+    """`call` with `set_to_none=True` added; `f(\n)` becomes `f(set_to_none=True)`."""
+    ws = call.whitespace_before_args
+    if not call.args and not (isinstance(ws, cst.ParenthesizedWhitespace) and _has_comment(ws)):
+        call = call.with_changes(whitespace_before_args=cst.SimpleWhitespace(""))
+    return add_keyword(call, "set_to_none", "True")
+
+
+def _has_comment(ws: cst.ParenthesizedWhitespace) -> bool:
+    return ws.first_line.comment is not None or any(line.comment for line in ws.empty_lines)
+
+
+def _version(target: tuple[int, int]) -> str:
+    return ".".join(map(str, target))
+
+
+class ZeroGradKeepsTensors(Rule):
+    code = "ACL302"
+    name = "zero-grad-keeps-tensors"
+    summary = "zero_grad(set_to_none=False), or a plain zero_grad() on torch < 2.0"
+    fix_safety = FixSafety.UNSAFE
+    equivalence = Equivalence.EXACT
+    triggers = (b"zero_grad",)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.objects = TorchObjects(self.facts)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.objects.record_assign(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.objects.record_aug_assign(node)
+
+    def finish(self) -> None:
+        sites = self.facts.method_calls("zero_grad")
+        if not sites or not self.objects.file_imports_torch() or self.objects.adds_into_grads():
+            return
+        for site in sites:
+            func = site.node.func
+            assert isinstance(func, cst.Attribute)
+            if self.objects.kind(func.value, site.scope) is Kind.OTHER:
+                continue
+            self._check(site)
+
+    def _check(self, site: CallSite) -> None:
+        call = site.node
+        arg: cst.Arg | None = None
+        for index, candidate in enumerate(call.args):
+            if candidate.star:
+                return  # `*args` / `**kwargs`: we cannot tell what is passed
+            if (candidate.keyword is None and index == 0) or (
+                candidate.keyword is not None and candidate.keyword.value == "set_to_none"
+            ):
+                arg = candidate
+        target = self.ctx.settings.target_torch
+        receiver = code_for(call.func)
+        replacements: dict[cst.CSTNode, cst.CSTNode]
+        if arg is None:
+            if target is None or target >= DEFAULT_SINCE:
+                return
+            assert isinstance(call.func, cst.Attribute)
+            if self.objects.own_zero_grad(call.func.value, site.scope) is not None:
+                return  # a `zero_grad` of this file: its default is its own
+            message = (
+                f"`{receiver}()` zero-fills every gradient on torch < 2.0 "
+                f"(target-torch is {_version(target)})"
+            )
+            replacements = {call: _with_set_to_none(call)}
+            fix_message = "Add `set_to_none=True`"
+        else:
+            literal = self.facts.literal_value(arg.value, site.scope)
+            if not (isinstance(literal, cst.Name) and literal.value == "False"):
+                return
+            keyword = "set_to_none=" if arg.keyword is not None else ""
+            message = f"`{receiver}({keyword}{code_for(arg.value)})` zero-fills every gradient"
+            if literal is not arg.value:
+                message += f" (`{code_for(arg.value)}` is False)"
+                # the constant is the knob the user set
+                replacements = {literal: cst.Name("True")}
+            elif arg.keyword is None:
+                replacements = {
+                    arg: keyword_arg("set_to_none", "True").with_changes(comma=arg.comma)
+                }
+            else:
+                replacements = {arg.value: cst.Name("True")}
+            fix_message = "Pass `set_to_none=True`"
+        message += ": a memset per parameter, and backward then adds into the zeros"
+        if target is not None and target < SET_TO_NONE_SINCE:
+            self.report(
+                call,
+                f"{message} (no fix: torch {_version(target)} has no `set_to_none`; "
+                "set `p.grad = None` in a loop over the parameters instead)",
+            )
+            return
+        self.report(call, message, Fix(fix_message, replacements, safety=self.fix_safety))

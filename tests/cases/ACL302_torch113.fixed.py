@@ -1,0 +1,36 @@
+# target-torch: 1.13
+# ACL302: before torch 2.0 a plain zero_grad() zero-filled the gradients.
+import torch
+
+
+class Meter:
+    def zero_grad(self):
+        self.total = 0
+
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+meter = Meter()
+
+optimizer.zero_grad(set_to_none=True)
+model.zero_grad(set_to_none=True)
+optimizer.zero_grad(set_to_none=True)
+optimizer.zero_grad(set_to_none=True)
+meter.zero_grad()
+
+
+def step(net, opt):
+    opt.zero_grad(set_to_none=True)
+    net.zero_grad(set_to_none=True)
+
+
+class Wrapped(torch.nn.Module):
+    def zero_grad(self, set_to_none=True):
+        # this file's own zero_grad: a plain call gets its default, not torch's
+        for p in self.parameters():
+            p.grad = None
+
+
+wrapped = Wrapped()
+wrapped.zero_grad()
+wrapped.zero_grad(set_to_none=True)

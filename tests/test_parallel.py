@@ -1,0 +1,183 @@
+"""Parallel linting: worker processes, results in input order, the same reports as
+linting in this process, and no lost file when a worker dies."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accel_lint import parallel
+from accel_lint.config import Selection, load_settings
+from accel_lint.lint import PARALLEL_MIN_FILES, lint_paths
+from accel_lint.parallel import available_cpus, chunked, map_ordered
+
+TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+data = torch.utils.data.TensorDataset(torch.randn(64, 3))
+loader = DataLoader(data, batch_size={batch})
+for (x,) in loader:
+    x = x.to(device)
+"""
+
+_PARENT = os.getpid()
+
+
+def _square_with_pid(n: int) -> tuple[int, int]:
+    return n * n, os.getpid()
+
+
+def _die_in_worker_on_7(n: int) -> int:
+    if n == 7 and os.getpid() != _PARENT:
+        os._exit(3)  # a worker killed mid-task: the pool breaks
+    return n * n
+
+
+_initialized: list[str] = []
+
+
+def _init(tag: str) -> None:
+    _initialized.append(tag)
+
+
+def _read_init(_: int) -> list[str]:
+    return list(_initialized)
+
+
+def test_results_come_back_in_input_order_from_worker_processes() -> None:
+    items = list(range(40))
+    weights = [(n * 37) % 11 + 1 for n in items]  # uneven: heaviest-first reorders them
+    results = map_ordered(_square_with_pid, items, weights, jobs=2)
+    assert [value for value, _ in results] == [n * n for n in items]
+    assert os.getpid() not in {pid for _, pid in results}
+
+
+def test_initializer_runs_in_each_worker() -> None:
+    assert (
+        map_ordered(_read_init, [0, 1, 2], [1, 1, 1], jobs=2, initargs=("x",), initializer=_init)
+        == [["x"]] * 3
+    )
+    assert _initialized == []  # not in this process
+
+
+def test_a_dead_worker_loses_no_result() -> None:
+    items = list(range(12))
+    assert map_ordered(_die_in_worker_on_7, items, [1] * 12, jobs=2) == [n * n for n in items]
+
+
+def test_chunks_cover_every_index_once_heaviest_first() -> None:
+    weights = [5, 100, 1, 1, 1, 1, 40, 1, 1, 1, 1, 1]
+    chunks = chunked(weights, jobs=2)
+    assert sorted(i for chunk in chunks for i in chunk) == list(range(len(weights)))
+    assert chunks[0] == [1]  # the heaviest file alone, first
+    loads = [sum(weights[i] for i in chunk) for chunk in chunks]
+    assert loads[:2] == [100, 40]
+    assert chunked([], jobs=2) == []
+
+
+@pytest.mark.parametrize(("cpu_max", "expected"), [("150000 100000\n", 2), ("max 100000\n", 64)])
+def test_a_cgroup_cpu_quota_caps_the_workers(
+    monkeypatch: pytest.MonkeyPatch, cpu_max: str, expected: int
+) -> None:
+    def fake_open(path: str, *args: object, **kwargs: object) -> io.StringIO:
+        assert path == "/sys/fs/cgroup/cpu.max"
+        return io.StringIO(cpu_max)
+
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.setattr(parallel, "open", fake_open, raising=False)
+    assert available_cpus() == expected
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Enough files to go parallel: findings, clean, broken, undecodable, missing, skipped."""
+    monkeypatch.chdir(tmp_path)
+    names: list[str] = []
+    for i in range(PARALLEL_MIN_FILES + 4):
+        name = f"train_{i:02d}.py"
+        (tmp_path / name).write_text(TRAIN.format(batch=i + 1))
+        names.append(name)
+    (tmp_path / "clean.py").write_text("import torch\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    (tmp_path / "latin.py").write_bytes(b'x = "\xff"\n')
+    (tmp_path / "skipped.py").write_text("# accel-lint: skip-file\n" + TRAIN.format(batch=1))
+    names += ["clean.py", "broken.py", "latin.py", "missing.py", "skipped.py"]
+    return names[::-1]  # not sorted: order must follow the input
+
+
+def test_parallel_reports_equal_serial_ones_in_input_order(tree: list[str]) -> None:
+    settings = load_settings(isolated=True, cli=Selection(select=("ALL",)))
+    serial = lint_paths(tree, settings, jobs=1, use_cache=False, with_edits=True)
+    parallel = lint_paths(tree, settings, jobs=2, use_cache=False, with_edits=True)
+    assert [r.path for r in parallel] == tree
+    assert parallel == serial
+    codes = {r.path: [d.code for d in r.diagnostics] for r in parallel}
+    assert codes["train_00.py"] == ["ACL101", "ACL102"]
+    assert codes["broken.py"] == codes["latin.py"] == codes["missing.py"] == ["ACL000"]
+    assert codes["clean.py"] == codes["skipped.py"] == []
+
+
+def test_jobs_option_gives_the_same_output(tree: list[str], tmp_path: Path) -> None:
+    def check(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "accel_lint",
+                "check",
+                "--no-cache",
+                *args,
+                "--output-format=json",
+                ".",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    one, two = check("-j", "1"), check("--jobs", "2")
+    assert one.returncode == two.returncode == 1
+    assert one.stdout == two.stdout and '"code": "ACL101"' in one.stdout
+    bad = check("--jobs", "0")
+    assert bad.returncode == 2 and "--jobs" in bad.stderr
+
+
+def test_fast_exclusion_agrees_with_glob_matching(tmp_path: Path) -> None:
+    """`Settings.is_excluded` short-cuts literal names (discovery's hot path);
+    it must decide exactly as matching every pattern with `path_matches`."""
+    from dataclasses import replace
+
+    from accel_lint.config import path_matches
+
+    patterns = ("build", "build/", ".venv", "legacy*", "tests/*.py", "*_test.py", "a/b", "[ab]c")
+    base = load_settings(isolated=True, search_from=tmp_path)
+    settings = replace(base, exclude=patterns, root=tmp_path)
+    paths = [
+        "build",
+        "src/build/x.py",
+        "src/builder/x.py",
+        "legacy_code/x.py",
+        "tests/test_x.py",
+        "pkg/tests/test_x.py",
+        "pkg/x_test.py",
+        "a/b/c.py",
+        "x/a/b.py",
+        "ac/x.py",
+        "src/.venv/lib.py",
+        "/elsewhere/build/x.py",
+        "/elsewhere/ok.py",
+    ]
+    for path in paths:
+        full = path if path.startswith("/") else str(tmp_path / path)
+        expected = any(path_matches(full, p, tmp_path) for p in patterns)
+        assert settings.is_excluded(full) == expected, path
+    checked = ("src/build/x.py", "pkg/x_test.py", "src/builder/x.py", "pkg/x.py")
+    assert [settings.is_excluded(str(tmp_path / p)) for p in checked] == [True, True, False, False]
