@@ -27,7 +27,7 @@ PARSE_ERROR_NAME = "parse-error"
 _SKIP_FILE = re.compile(
     rb"^[ \t]*#[ \t]*accel-lint:[ \t]*skip-file[ \t]*$", re.MULTILINE | re.IGNORECASE
 )
-# flake8's grammar: `# noqa`, `# noqa: ACL101`, `# noqa:ACL101,ACL102`
+# flake8's grammar: a bare noqa comment, or noqa followed by a colon and codes
 _NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )

@@ -99,7 +99,6 @@ class FileFacts:
         self.function_defs: list[tuple[cst.FunctionDef, Scope, cst.ClassDef | None]] = []
         self.class_defs: dict[str, cst.ClassDef] = {}
         self.scope_of: dict[cst.CSTNode, Scope] = {}
-        self.parents_of_stmt: dict[cst.CSTNode, cst.CSTNode] = {}
         self._method_calls: dict[str, list[CallSite]] = {}
         self._dict_literals: list[tuple[cst.Name, cst.BaseExpression, Scope]] = []
         self._dict_updates: list[tuple[cst.Name, cst.Call | cst.Subscript, Scope, bool]] = []

@@ -264,7 +264,9 @@ def fix_source(
         new_text = apply_fixes_once(analysis.module, [f.fix for f in chosen if f.fix is not None])
         if new_text == text:
             break
-        applied.extend(AppliedFix(f.code, f.fix.message, f.equivalence) for f in chosen if f.fix is not None)
+        applied.extend(
+            AppliedFix(f.code, f.fix.message, f.equivalence) for f in chosen if f.fix is not None
+        )
         text = new_text
     return FixOutcome(
         path,

@@ -116,6 +116,9 @@ def lint_paths(
         else:
             reports[index] = FileReport(path, hit)
 
+    # Workers get paths, not bytes: they read the file again (from the page cache)
+    # and hash what they linted, so an edit made meanwhile is never cached under
+    # the old content.
     paths = [files[i] for i in todo]
     workers = available_cpus() if jobs is None else max(1, jobs)
     if workers > 1 and len(paths) >= PARALLEL_MIN_FILES:

@@ -213,19 +213,36 @@ def spelling_for(qualified: str, scope: Scope) -> tuple[str, str | None]:
     best: tuple[int, str] | None = None
     for local, target in table.items():
         if qualified == target or qualified.startswith(target + "."):
-            rest = qualified[len(target) :]
-            candidate = local + rest
-            shadow = scope.lookup(local)
-            if shadow is not None and any(b.kind is not BindingKind.IMPORT for b in shadow):
-                continue
+            candidate = local + qualified[len(target) :]
+            if not root_is_module_import(candidate, scope):
+                continue  # shadowed where the code goes
             if best is None or len(target) > best[0]:
                 best = (len(target), candidate)
     if best is not None:
         return best[1], None
     module, _, attr = qualified.rpartition(".")
     top = qualified.split(".")[0]
+    options: list[tuple[str, str]] = []
     if module and "." not in module and module == top:
-        return qualified, f"import {top}"
+        options.append((qualified, f"import {top}"))
     if module:
-        return attr, f"from {module} import {attr}"
-    return qualified, f"import {qualified}"
+        options.append((attr, f"from {module} import {attr}"))
+    else:
+        options.append((qualified, f"import {qualified}"))
+    for text, needed in options:
+        if scope.lookup(text.split(".")[0]) is None:
+            return text, needed
+    return options[0]
+
+
+def root_is_module_import(text: str, scope: Scope) -> bool:
+    """Whether the first name of `text`, read in `scope`, is unbound (an import added at
+    module level will provide it) or bound only by module-level imports.
+
+    A name a function binds anywhere is local to all of that function (Python
+    decides per function), so a module-level import cannot reach it there.
+    """
+    bindings = scope.lookup(text.split(".")[0])
+    return bindings is None or all(
+        b.kind is BindingKind.IMPORT and b.scope is scope.module for b in bindings
+    )

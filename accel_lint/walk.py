@@ -74,7 +74,8 @@ _FIELD_OVERRIDES: dict[type[cst.CSTNode], tuple[str, ...]] = {
 _FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}
 
 
-def _fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+    """The fields the walk descends into, in source order, for a node type."""
     fields = _FIELDS.get(node_type)
     if fields is None:
         override = _FIELD_OVERRIDES.get(node_type)
@@ -141,7 +142,7 @@ def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
             for method in get("visit_" + type_name, ()):
                 method(node)
             push((_LEAVE, node, ""))
-            fields = _fields(type(node))
+            fields = child_fields(type(node))
             for name in reversed(fields):
                 value = getattr(node, name)
                 if field_hooks:

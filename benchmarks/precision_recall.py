@@ -196,9 +196,8 @@ def main() -> None:
         r = f"{tp / (tp + fn):.3f}" if tp + fn else "-"
         print(f"{code:8} {tp:>4} {fp:>4} {fn:>4} {p:>10} {r:>8}")
     tp, fp, fn = total
-    print(
-        f"{'all':8} {tp:>4} {fp:>4} {fn:>4} {tp / max(1, tp + fp):>10.3f} {tp / max(1, tp + fn):>8.3f}"
-    )
+    precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
+    print(f"{'all':8} {tp:>4} {fp:>4} {fn:>4} {precision:>10.3f} {recall:>8.3f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up a virtual environment with accel-lint (no torch needed) and lint a
-# realistic training script; extra arguments go to `accel-lint check`.
+# Set up a virtual environment with accel-lint (no torch needed), lint a realistic
+# training script and show the diff its fixes would make (nothing is written).
+# Usage: bash scripts/run.sh [PATH...]   (default: fixtures/cnn_bn/train.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -13,4 +14,11 @@ python -m pip install --quiet -e .
 if [ "$#" -eq 0 ]; then
   set -- fixtures/cnn_bn/train.py
 fi
-accel-lint check "$@" || true
+status=0
+accel-lint check "$@" || status=$?
+if [ "$status" -gt 1 ]; then
+  exit "$status"  # a usage or configuration error, not findings
+fi
+echo
+echo "The fixes, safe and unsafe (accel-lint fix --unsafe-fixes; add --apply to write them):"
+accel-lint fix --unsafe-fixes "$@" || [ "$?" -eq 1 ]

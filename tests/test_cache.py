@@ -18,30 +18,7 @@ from accel_lint import cache as cache_module
 from accel_lint.cache import CACHEDIR_TAG, MAX_AGE_DAYS, ResultCache, cache_dir, content_hash
 from accel_lint.config import Selection, Settings, load_settings
 from accel_lint.lint import FileReport, lint_paths
-
-TRAIN = """\
-import torch
-from torch.utils.data import DataLoader
-
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-data = torch.utils.data.TensorDataset(torch.randn(64, 3))
-loader = DataLoader(data, batch_size=8)
-for (x,) in loader:
-    x = x.to(device)
-"""
-CLEAN = "import torch\n\nx = torch.ones(2)\n"
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != cache_module.CACHE_DIR_ENV}
-    return subprocess.run(
-        [sys.executable, "-m", "accel_lint", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**env, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
+from tests.test_ci_formats import CLEAN, TRAIN, run
 
 
 @pytest.fixture

@@ -206,8 +206,15 @@ def test_statistics(project: Path) -> None:
 
 def test_stdin_with_filename(project: Path) -> None:
     result = run(
-        "check", "-", "--stdin-filename", "nested/train.py", "--output-format", "concise", "-q",
-        cwd=project, stdin=TRAIN,
+        "check",
+        "-",
+        "--stdin-filename",
+        "nested/train.py",
+        "--output-format",
+        "concise",
+        "-q",
+        cwd=project,
+        stdin=TRAIN,
     )
     assert result.returncode == 1
     assert [line.split(": ")[0] for line in result.stdout.splitlines()] == [
@@ -275,7 +282,9 @@ def test_accel_lint_toml_and_config_option(tmp_path: Path) -> None:
     (tmp_path / "other.toml").write_text('[tool.accel-lint]\nselect = ["ACL101"]\n')
     found = run("check", "train.py", "--output-format", "json", cwd=tmp_path)
     assert [d["code"] for d in json.loads(found.stdout)] == ["ACL102"]
-    given = run("check", "train.py", "--output-format", "json", "--config", "other.toml", cwd=tmp_path)
+    given = run(
+        "check", "train.py", "--output-format", "json", "--config", "other.toml", cwd=tmp_path
+    )
     assert [d["code"] for d in json.loads(given.stdout)] == ["ACL101"]
     isolated = run("check", "train.py", "--output-format", "json", "--isolated", cwd=tmp_path)
     assert [d["code"] for d in json.loads(isolated.stdout)] == ["ACL101", "ACL102"]
@@ -332,7 +341,9 @@ def test_bad_input_files_become_acl000_and_the_run_goes_on(tmp_path: Path) -> No
 def test_missing_path_is_reported(tmp_path: Path) -> None:
     result = run("check", "nope.py", "--output-format", "concise", cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stdout.startswith("nope.py:1:1: ACL000 cannot read file: no such file or directory")
+    assert result.stdout.startswith(
+        "nope.py:1:1: ACL000 cannot read file: no such file or directory"
+    )
 
 
 def test_huge_file_is_refused_with_a_reason(tmp_path: Path) -> None:
@@ -370,9 +381,13 @@ def test_fix_apply_writes_and_reports_what_remains(project: Path) -> None:
 
 
 def test_exit_non_zero_on_fix(project: Path) -> None:
-    result = run("fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "train.py", cwd=project)
+    result = run(
+        "fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "train.py", cwd=project
+    )
     assert result.returncode == 1
-    result = run("fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "train.py", cwd=project)
+    result = run(
+        "fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "train.py", cwd=project
+    )
     assert result.returncode == 0
 
 

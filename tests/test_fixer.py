@@ -36,7 +36,17 @@ FIXED = (
 
 def _fix_cli(path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "accel_lint", "fix", "--apply", "--select", "ACL102", *flags, str(path)],
+        [
+            sys.executable,
+            "-m",
+            "accel_lint",
+            "fix",
+            "--apply",
+            "--select",
+            "ACL102",
+            *flags,
+            str(path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -52,7 +62,9 @@ def test_fix_keeps_comments_and_layout() -> None:
     [(b"", "\n"), (b"\xef\xbb\xbf", "\n"), (b"", "\r\n"), (b"\xef\xbb\xbf", "\r\n")],
     ids=["lf", "bom-lf", "crlf", "bom-crlf"],
 )
-def test_bytes_encoding_bom_and_line_endings_are_kept(tmp_path: Path, prefix: bytes, newline: str) -> None:
+def test_bytes_encoding_bom_and_line_endings_are_kept(
+    tmp_path: Path, prefix: bytes, newline: str
+) -> None:
     path = tmp_path / "train.py"
     path.write_bytes(prefix + SCRIPT.replace("\n", newline).encode())
     path.chmod(0o751)
@@ -176,9 +188,19 @@ def _rules(settings):  # type: ignore[no-untyped-def]
             "from torch.utils.data.distributed import DistributedSampler\n\nx = 1\n",
         ),
     ],
-    ids=["new-stdlib-group", "sorted-in-stdlib", "after-docstring", "no-imports", "present", "future", "same-package"],
+    ids=[
+        "new-stdlib-group",
+        "sorted-in-stdlib",
+        "after-docstring",
+        "no-imports",
+        "present",
+        "future",
+        "same-package",
+    ],
 )
-def test_imports_go_where_isort_would_put_them(source: str, imports: list[str], expected: str) -> None:
+def test_imports_go_where_isort_would_put_them(
+    source: str, imports: list[str], expected: str
+) -> None:
     assert add_imports(cst.parse_module(source), imports).code == expected
 
 

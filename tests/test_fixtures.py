@@ -55,7 +55,9 @@ def _snapshot(path: Path, text: str, update: bool) -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.name for p in SCENARIOS])
 def test_fixture_findings(scenario: Path, update_snapshots: bool) -> None:
-    result = _cli("check", "train.py", "--output-format", "concise", "-q", cwd=scenario)
+    result = _cli(
+        "check", "train.py", "--output-format", "concise", "-q", "--no-cache", cwd=scenario
+    )
     assert result.returncode in (0, 1), result.stderr
     _snapshot(scenario / "expected" / "findings.txt", result.stdout, update_snapshots)
 
@@ -130,7 +132,15 @@ def test_fixture_runs_on_cpu(scenario: Path, variant: str, tmp_path: Path) -> No
 @pytest.mark.parametrize("path", NEGATIVES, ids=[p.stem for p in NEGATIVES])
 def test_negatives_produce_nothing(path: Path) -> None:
     result = _cli(
-        "check", str(path), "--select", "ALL", "--output-format", "concise", "-q", cwd=ROOT
+        "check",
+        str(path),
+        "--select",
+        "ALL",
+        "--no-cache",
+        "--output-format",
+        "concise",
+        "-q",
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == ""

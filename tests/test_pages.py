@@ -29,7 +29,23 @@ def _settings(block: Block, select: tuple[str, ...] = ("ALL",), unsafe: bool = F
 
 
 def test_every_rule_has_a_page_and_every_page_a_rule() -> None:
-    assert {p.stem for p in PAGES} == set(RULES)
+    # ACL000 (file could not be parsed) has a page but no rule class
+    assert {p.stem for p in PAGES} == {*RULES, "ACL000"}
+
+
+def test_parse_error_page_is_shown_by_the_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "accel_lint", "rule", "ACL000"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("# ACL000 · parse-error")
 
 
 @pytest.mark.parametrize("code", sorted(RULES))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,7 @@ from accel_lint import parallel
 from accel_lint.config import Selection, load_settings
 from accel_lint.lint import PARALLEL_MIN_FILES, lint_paths
 from accel_lint.parallel import available_cpus, chunked, map_ordered
-
-TRAIN = """\
-import torch
-from torch.utils.data import DataLoader
-
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-data = torch.utils.data.TensorDataset(torch.randn(64, 3))
-loader = DataLoader(data, batch_size={batch})
-for (x,) in loader:
-    x = x.to(device)
-"""
+from tests.test_ci_formats import BROKEN, CLEAN, TRAIN, run
 
 _PARENT = os.getpid()
 
@@ -90,7 +79,7 @@ def test_a_cgroup_cpu_quota_caps_the_workers(
         assert path == "/sys/fs/cgroup/cpu.max"
         return io.StringIO(cpu_max)
 
-    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
     monkeypatch.setattr(parallel, "open", fake_open, raising=False)
     assert available_cpus() == expected
 
@@ -102,12 +91,12 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
     for i in range(PARALLEL_MIN_FILES + 4):
         name = f"train_{i:02d}.py"
-        (tmp_path / name).write_text(TRAIN.format(batch=i + 1))
+        (tmp_path / name).write_text(TRAIN.replace("batch_size=8", f"batch_size={i + 1}"))
         names.append(name)
-    (tmp_path / "clean.py").write_text("import torch\n")
-    (tmp_path / "broken.py").write_text("def f(:\n")
+    (tmp_path / "clean.py").write_text(CLEAN)
+    (tmp_path / "broken.py").write_text(BROKEN)
     (tmp_path / "latin.py").write_bytes(b'x = "\xff"\n')
-    (tmp_path / "skipped.py").write_text("# accel-lint: skip-file\n" + TRAIN.format(batch=1))
+    (tmp_path / "skipped.py").write_text("# accel-lint: skip-file\n" + TRAIN)
     names += ["clean.py", "broken.py", "latin.py", "missing.py", "skipped.py"]
     return names[::-1]  # not sorted: order must follow the input
 
@@ -126,22 +115,7 @@ def test_parallel_reports_equal_serial_ones_in_input_order(tree: list[str]) -> N
 
 def test_jobs_option_gives_the_same_output(tree: list[str], tmp_path: Path) -> None:
     def check(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "accel_lint",
-                "check",
-                "--no-cache",
-                *args,
-                "--output-format=json",
-                ".",
-            ],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return run("check", "--no-cache", *args, "--output-format=json", ".", cwd=tmp_path)
 
     one, two = check("-j", "1"), check("--jobs", "2")
     assert one.returncode == two.returncode == 1

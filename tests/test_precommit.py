@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.test_ci_formats import TRAIN as CI_TRAIN
 from tests.test_ci_formats import doc_yaml_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,16 +25,7 @@ PROJECT_URL = "https://github.com/accel-lint/accel-lint"
 PACKAGE_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "accel_lint", "rules")
 
 # one finding, ACL102, whose fix is safe: `accel-lint fix --apply` removes it
-TRAIN = """\
-import torch
-from torch.utils.data import DataLoader
-
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-data = torch.utils.data.TensorDataset(torch.randn(64, 3))
-loader = DataLoader(data, batch_size=8, num_workers=2)
-for (x,) in loader:
-    x = x.to(device)
-"""
+TRAIN = CI_TRAIN.replace("batch_size=8)", "batch_size=8, num_workers=2)")
 TRAIN_FIXED = TRAIN.replace("num_workers=2)", "num_workers=2, pin_memory=True)")
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

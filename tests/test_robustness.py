@@ -32,9 +32,8 @@ def _seeds() -> list[str]:
         page = read_page(page_path)
         for heading in ("Example", "Use instead", "Not flagged"):
             seeds.extend(strip_markers(b.code)[0] for b in page.blocks(heading))
-    for case in sorted((ROOT / "tests" / "cases").glob("ACL*.py")):
-        if not case.name.endswith(".fixed.py"):
-            seeds.append(strip_markers(case.read_text(encoding="utf-8"))[0])
+    cases = [c for c in sorted((ROOT / "tests/cases").glob("ACL*.py")) if ".fixed" not in c.name]
+    seeds.extend(strip_markers(c.read_text(encoding="utf-8"))[0] for c in cases)
     return seeds
 
 
@@ -42,7 +41,9 @@ SEEDS = _seeds()
 
 
 def _indent(text: str, prefix: str) -> str:
-    return "".join(prefix + line if line.strip() else line for line in text.splitlines(keepends=True))
+    return "".join(
+        prefix + line if line.strip() else line for line in text.splitlines(keepends=True)
+    )
 
 
 @st.composite
@@ -50,7 +51,9 @@ def mutated_sources(draw: st.DrawFn) -> str:
     text = draw(st.sampled_from(SEEDS))
     if draw(st.booleans()):
         text = text + "\n" + draw(st.sampled_from(SEEDS))
-    mutation = draw(st.sampled_from(["none", "function", "method", "if", "tabs", "comments", "crlf"]))
+    mutation = draw(
+        st.sampled_from(["none", "function", "method", "if", "tabs", "comments", "crlf"])
+    )
     if mutation == "function":
         text = "def main():\n" + _indent(text, "    ") + "\n\nmain()\n"
     elif mutation == "method":
@@ -83,7 +86,9 @@ def _check_fix_invariants(text: str) -> None:
     assert outcome.error is None, outcome.error
     cst.parse_module(outcome.fixed_text)
     compile(outcome.fixed_text, "gen.py", "exec", dont_inherit=True)
-    again = fix_source("gen.py", Source(outcome.fixed_text, "utf-8"), ALL_UNSAFE, rules, unsafe=True)
+    again = fix_source(
+        "gen.py", Source(outcome.fixed_text, "utf-8"), ALL_UNSAFE, rules, unsafe=True
+    )
     assert again.fixed_text == outcome.fixed_text, "a second pass changed the fixed code"
 
 
@@ -122,7 +127,9 @@ def _torch_sources(limit: int) -> list[Path]:
     step = max(1, len(files) // limit)
     chosen = files[::step][:limit]
     # files that mention the patterns our fixes rewrite, so the fix path really runs
-    pattern = re.compile(rb"DataLoader|zero_grad|DataParallel|Conv[123]d|DistributedSampler|torch\.save")
+    pattern = re.compile(
+        rb"DataLoader|zero_grad|DataParallel|Conv[123]d|DistributedSampler|torch\.save"
+    )
     extra = [p for p in files if pattern.search(p.read_bytes())][:150]
     return sorted(set(chosen) | set(extra))
 
@@ -135,10 +142,21 @@ def test_fixing_real_pytorch_sources_parses_and_is_idempotent(tmp_path: Path) ->
         dest = work / f"{i:04d}_{src.name}"
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest)
-    cmd = [sys.executable, "-m", "accel_lint", "fix", "--apply", "--unsafe-fixes", "--select", "ALL"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accel_lint",
+        "fix",
+        "--apply",
+        "--unsafe-fixes",
+        "--select",
+        "ALL",
+    ]
     first = subprocess.run([*cmd, str(work)], capture_output=True, text=True, timeout=1800)
     assert first.returncode in (0, 1), first.stderr[-3000:]
-    changed = [p for i, p in enumerate(sorted(work.iterdir())) if p.read_bytes() != sources[i].read_bytes()]
+    changed = [
+        p for i, p in enumerate(sorted(work.iterdir())) if p.read_bytes() != sources[i].read_bytes()
+    ]
     for path in sorted(work.iterdir()):
         compile(decode(path.read_bytes()).text, str(path), "exec", dont_inherit=True)
     snapshot = {p: p.read_bytes() for p in work.iterdir()}
@@ -146,4 +164,6 @@ def test_fixing_real_pytorch_sources_parses_and_is_idempotent(tmp_path: Path) ->
     assert second.returncode in (0, 1), second.stderr[-3000:]
     assert {p: p.read_bytes() for p in work.iterdir()} == snapshot
     assert len(sources) >= 300
-    print(f"\n{len(sources)} torch files, {len(changed)} changed by the first pass, 0 by the second")
+    print(
+        f"\n{len(sources)} torch files, {len(changed)} changed by the first pass, 0 by the second"
+    )

@@ -118,7 +118,9 @@ def summary(diagnostics: Sequence[Diagnostic], console: Console, *, unsafe_fixes
         )
 
 
-def render_statistics(diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool) -> None:
+def render_statistics(
+    diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool
+) -> None:
     """ruff's layout: count, code, fix marker and name, tab-separated (easy to `cut`)."""
     counts = Counter(d.code for d in diagnostics)
     names = {d.code: d.name for d in diagnostics}

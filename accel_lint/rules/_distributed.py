@@ -12,7 +12,8 @@ Public API (ACL401 imports it; keep it small and stable):
   variable visible from `scope` (module scope by default), or None.
 - `RankAnalysis`: the same questions, also knowing attribute assignments
   (`self.gpu_id = int(os.environ["LOCAL_RANK"])`) collected by an
-  `AttributeAssignments` the rule feeds during the walk.
+  `AttributeAssignments` the rule feeds during the walk; and
+  `main_process_predicate(scope)`, the file's own `is_main_process()`.
 - `has_main_process_decorator(func)`: `@rank_zero_only` and its kin.
 - `CallIndex(facts)`: call sites by callee name and by enclosing function, and
   `calls_to(func)`, built once per file.

@@ -21,7 +21,6 @@ from accel_lint.names import (
     single_binding,
 )
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
-from accel_lint.walk import walk
 
 _CONV_CLASSES = (
     "Conv1d",
@@ -140,7 +139,8 @@ class ConvBiasBeforeNorm(Rule):
     summary = "Convolution with a bias directly followed by a batch or instance norm"
     fix_safety = FixSafety.UNSAFE
     equivalence = Equivalence.CLOSE
-    triggers = (b"Conv",)
+    # a conv class is always spelled out, even behind an alias or a star import
+    triggers = (b"Conv1d", b"Conv2d", b"Conv3d", b"ConvTranspose")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -153,7 +153,11 @@ class ConvBiasBeforeNorm(Rule):
         self._self_attrs: dict[cst.ClassDef, dict[str, list[cst.Attribute]]] = {}
         self._self_stores: dict[cst.ClassDef, dict[str, list[cst.BaseExpression | None]]] = {}
         self._store_nodes: set[cst.CSTNode] = set()
-        self._receiver_attr: dict[cst.CSTNode, str] = {}  # `self.x` node -> attr read off it
+        self._receiver_attr: dict[cst.CSTNode, str] = {}  # receiver node -> attr read off it
+        # every name reference (with its scope) and every `<not self>.<attr>` access,
+        # so finish() can answer "who else uses this conv" without walking again
+        self._name_refs: dict[str, list[tuple[cst.Name, Scope]]] = {}
+        self._attr_refs: dict[str, list[cst.Attribute]] = {}
         self._bias_reads: list[
             tuple[cst.Attribute, Scope, tuple[Guard, ...], cst.ClassDef | None]
         ] = []
@@ -217,18 +221,33 @@ class ConvBiasBeforeNorm(Rule):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         attr = node.attr.value
         value = node.value
-        if isinstance(value, cst.Name):
-            if value.value == "self" and self.facts.classes_stack:
+        self._receiver_attr[value] = attr
+        if _is_self(value):
+            if self.facts.classes_stack:
                 by_attr = self._self_attrs.setdefault(self.facts.classes_stack[-1], {})
                 by_attr.setdefault(attr, []).append(node)
-        elif isinstance(value, cst.Attribute) and _is_self(value.value):
-            self._receiver_attr[value] = attr
+        else:
+            self._attr_refs.setdefault(attr, []).append(node)
         if attr == "bias":
             self._bias_reads.append(
                 (node, self.facts.scope, tuple(self.facts.guards), self.facts.class_def)
             )
         elif not self._norm_spelled and "Norm" in attr:
             self._norm_spelled = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._name_refs.setdefault(node.value, []).append((node, self.facts.scope))
+
+    def _refs_within(self, name: str, owner: Scope) -> list[cst.Name]:
+        """References to `name` in `owner`'s scope or any scope nested in it."""
+        found = []
+        for ref, scope in self._name_refs.get(name, []):
+            s: Scope | None = scope
+            while s is not None and s is not owner:
+                s = s.parent
+            if s is owner:
+                found.append(ref)
+        return found
 
     def visit_Assign(self, node: cst.Assign) -> None:
         single = len(node.targets) == 1
@@ -311,7 +330,7 @@ class ConvBiasBeforeNorm(Rule):
             self._add_edge(edges, conv_call, norm_func, scope, cls, called=True)
         if not edges:
             return
-        uses = self._uses_checker(edges)
+        uses = _UsesChecker(self)
         blockers, blocks_all = self._bias_read_blockers()
         for ctor_call, found in edges.items():
             if uses.valid(ctor_call, found):
@@ -490,9 +509,7 @@ class ConvBiasBeforeNorm(Rule):
         for binding in owner.bindings.get(key[1], []):
             if not isinstance(binding.node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Param)):
                 return False
-        refs = _References(frozenset({key[1]}), frozenset())
-        walk(owner.node, [refs])
-        return all(ref in candidate.allowed_refs for ref in refs.names.get(key[1], []))
+        return all(ref in candidate.allowed_refs for ref in self._refs_within(key[1], owner))
 
     @property
     def _scope_by_id(self) -> dict[int, Scope]:
@@ -536,27 +553,6 @@ class ConvBiasBeforeNorm(Rule):
                         yield first.value, applied.func, scope, cls
 
     # -- every other use of the conv --------------------------------------------
-
-    def _uses_checker(self, edges: dict[cst.Call, list[_Edge]]) -> _UsesChecker:
-        names: dict[cst.CSTNode, set[str]] = {}
-        attrs: set[str] = set()
-        for found in edges.values():
-            for edge in found:
-                if edge.holder.kind == "name" and edge.holder.binding is not None:
-                    scope = edge.holder.binding.scope
-                    if scope is not None and scope.node is not None:
-                        names.setdefault(scope.node, set()).add(edge.holder.binding.name)
-                elif edge.holder.kind == "attr":
-                    attrs.add(edge.holder.attr)
-        by_owner: dict[cst.CSTNode, _References] = {}
-        for owner, wanted in names.items():
-            refs = _References(frozenset(wanted), frozenset())
-            walk(owner, [refs])
-            by_owner[owner] = refs
-        outside = _References(frozenset(), frozenset(attrs))
-        if attrs:
-            walk(self.ctx.module, [outside])
-        return _UsesChecker(self, by_owner, outside)
 
     def _descendants(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
         """Classes of this file that derive from `cls`, directly or not (by name)."""
@@ -661,36 +657,28 @@ class ConvBiasBeforeNorm(Rule):
 class _UsesChecker:
     """Decides whether every use of a conv module is one where its output feeds a norm."""
 
-    def __init__(
-        self,
-        rule: ConvBiasBeforeNorm,
-        by_owner: dict[cst.CSTNode, _References],
-        outside: _References,
-    ) -> None:
+    def __init__(self, rule: ConvBiasBeforeNorm) -> None:
         self.rule = rule
-        self.by_owner = by_owner
-        self.outside = outside
 
     def valid(self, ctor: cst.Call, edges: list[_Edge]) -> bool:
         holder = edges[0].holder
         uses: set[cst.CSTNode] = {e.use for e in edges}
+        rule = self.rule
         if holder.kind == "inline":
             return True  # built where it is used: this is its only use
         if holder.kind == "name":
             binding = holder.binding
             assert binding is not None and binding.scope is not None
             assert isinstance(binding.node, cst.Assign)
-            refs = self.by_owner[binding.scope.node] if binding.scope.node is not None else None
-            if refs is None:
+            if binding.scope.node is None:
                 return False
             store = binding.node.targets[0].target
             return all(
-                ref is store or ref in uses or _harmless(refs.receiver_attr.get(ref))
-                for ref in refs.names.get(binding.name, [])
+                ref is store or ref in uses or _harmless(rule._receiver_attr.get(ref))
+                for ref in rule._refs_within(binding.name, binding.scope)
             )
         cls = holder.cls
         assert cls is not None
-        rule = self.rule
         for node in rule._self_attrs.get(cls, {}).get(holder.attr, []):
             if not (
                 node in rule._store_nodes
@@ -698,8 +686,8 @@ class _UsesChecker:
                 or _harmless(rule._receiver_attr.get(node))
             ):
                 return False
-        for node in self.outside.attrs.get(holder.attr, []):
-            if not _harmless(self.outside.receiver_attr.get(node)):
+        for node in rule._attr_refs.get(holder.attr, []):
+            if not _harmless(rule._receiver_attr.get(node)):
                 return False  # `model.conv(x)` elsewhere: its output goes somewhere else
         # a subclass may call the conv differently or replace the norm
         touched = {holder.attr} | {
@@ -709,28 +697,6 @@ class _UsesChecker:
             if touched & set(rule._self_attrs.get(sub, {})):
                 return False
         return True
-
-
-class _References:
-    """A narrow second walk, run only for files with a candidate: every reference to
-    some names, `<not self>.<attr>` accesses for some attributes, and which attribute
-    is read off each receiver."""
-
-    def __init__(self, names: frozenset[str], attrs: frozenset[str]) -> None:
-        self.wanted_names = names
-        self.wanted_attrs = attrs
-        self.names: dict[str, list[cst.Name]] = {}
-        self.attrs: dict[str, list[cst.Attribute]] = {}
-        self.receiver_attr: dict[cst.CSTNode, str] = {}
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.receiver_attr[node.value] = node.attr.value
-        if node.attr.value in self.wanted_attrs and not _is_self(node.value):
-            self.attrs.setdefault(node.attr.value, []).append(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.wanted_names:
-            self.names.setdefault(node.value, []).append(node)
 
 
 # -- helpers ---------------------------------------------------------------------

@@ -3,11 +3,20 @@ process (`num_workers` absent or statically 0). Page: rules/ACL101.md"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for
 from accel_lint.facts import int_value
-from accel_lint.names import Scope, assigned_value, qualified_names, resolves_to, spelling_for
+from accel_lint.names import (
+    Scope,
+    assigned_value,
+    qualified_names,
+    resolves_to,
+    root_is_module_import,
+    spelling_for,
+)
 from accel_lint.rule import Equivalence, Fix, FixSafety, Option, Rule
 from accel_lint.rules._dataloader import DATALOADER, passed
 
@@ -70,27 +79,16 @@ class DataloaderSyncLoading(Rule):
         got = passed(call, "num_workers", self.facts, scope)
         if not got.known or got.conditional:
             return
-        workers = self._workers_expression()
-        spelled, needs = (
-            spelling_for("os.cpu_count", scope) if "os.cpu_count" in workers else ("", None)
-        )
-        if spelled:
-            workers = workers.replace("os.cpu_count", spelled)
-        imports = (needs,) if needs else ()
         equivalence = self._equivalence(call, scope)
         if got.absent:
-            fix = Fix(
-                f"Add `num_workers={workers}`",
-                {call: add_keyword(call, "num_workers", workers)},
-                imports,
-                self.fix_safety,
-            )
-            self.report(
+            self._report(
                 call,
-                "DataLoader loads every batch in the training process: `num_workers` is not set "
-                "(default 0)",
-                fix,
-                equivalence=equivalence,
+                "`num_workers` is not set (default 0)",
+                call,
+                lambda workers: add_keyword(call, "num_workers", workers),
+                "Add `num_workers={}`",
+                scope,
+                equivalence,
             )
             return
         assert got.value is not None
@@ -99,23 +97,17 @@ class DataloaderSyncLoading(Rule):
         if option is not None:
             if option.default is None or option.default_arg is None:
                 return
-            default = self.facts.literal_value(option.default, scope)
-            if int_value(default) != 0:
+            if int_value(self.facts.literal_value(option.default, scope)) != 0:
                 return
-            flag = option.flag
-            new_arg = option.default_arg.with_changes(value=cst.parse_expression(workers))
-            fix = Fix(
-                f"Change the default of `{flag}` to `{workers}`",
-                {option.default_arg: new_arg},
-                imports,
-                self.fix_safety,
-            )
-            self.report(
+            default_arg = option.default_arg
+            self._report(
                 call,
-                f"DataLoader loads every batch in the training process: `num_workers` is "
-                f"`{code_for(value)}`, and the default of `{flag}` is 0",
-                fix,
-                equivalence=equivalence,
+                f"`num_workers` is `{code_for(value)}`, and the default of `{option.flag}` is 0",
+                default_arg,
+                lambda workers: default_arg.with_changes(value=cst.parse_expression(workers)),
+                f"Change the default of `{option.flag}` to `{{}}`",
+                self._scope_of_call(option.call) or scope,
+                equivalence,
                 related=(option.default,),
             )
             return
@@ -123,23 +115,52 @@ class DataloaderSyncLoading(Rule):
         if int_value(literal) != 0:
             return
         if literal is value:
-            target: cst.CSTNode = value
-            where = "`num_workers=0`"
-        else:
-            target = literal  # the constant's assigned value: the knob the user set
-            where = f"`num_workers={code_for(value)}`, which is 0"
-        fix = Fix(
-            f"Set `num_workers={workers}`",
-            {target: cst.parse_expression(workers)},
-            imports,
-            self.fix_safety,
-        )
-        self.report(
+            where, target_scope = "`num_workers=0`", scope
+        else:  # the constant's assigned value: the knob the user set
+            where, target_scope = (
+                f"`num_workers={code_for(value)}`, which is 0",
+                self.facts.module_scope,
+            )
+        self._report(
             call,
-            f"DataLoader loads every batch in the training process: {where}",
-            fix,
-            equivalence=equivalence,
+            where,
+            literal,
+            lambda workers: cst.parse_expression(workers),
+            "Set `num_workers={}`",
+            target_scope,
+            equivalence,
         )
+
+    def _report(
+        self,
+        call: cst.Call,
+        why: str,
+        target: cst.CSTNode,
+        rewrite: Callable[[str], cst.CSTNode],
+        fix_message: str,
+        scope: Scope,
+        equivalence: Equivalence,
+        related: tuple[cst.CSTNode, ...] = (),
+    ) -> None:
+        """Report `call`; the fix rewrites `target`, with the worker count spelled for
+        `scope` (where the new expression goes)."""
+        message = f"DataLoader loads every batch in the training process: {why}"
+        workers = self._workers_expression()
+        imports: tuple[str, ...] = ()
+        if "os.cpu_count" in workers:
+            spelled, needed = spelling_for("os.cpu_count", scope)
+            if not root_is_module_import(spelled, scope):
+                # `os` is bound inside this function: a module-level import cannot reach it
+                message += " (no fix: `os` is a local name here)"
+                self.report(call, message, equivalence=equivalence, related=related)
+                return
+            workers = workers.replace("os.cpu_count", spelled)
+            imports = (needed,) if needed else ()
+        fix = Fix(fix_message.format(workers), {target: rewrite(workers)}, imports, self.fix_safety)
+        self.report(call, message, fix, equivalence=equivalence, related=related)
+
+    def _scope_of_call(self, node: cst.Call) -> Scope | None:
+        return next((site.scope for site in self.facts.calls if site.node is node), None)
 
     def _workers_expression(self) -> str:
         opts = self.ctx.options
@@ -153,12 +174,14 @@ class DataloaderSyncLoading(Rule):
         if self._random_transforms:
             return Equivalence.STATISTICAL
         dataset = call.args[0].value if call.args and call.args[0].keyword is None else None
-        if isinstance(dataset, cst.Name):
-            origin = assigned_value(dataset, scope)
-            if (
-                isinstance(origin, cst.Call)
-                and isinstance(origin.func, cst.Name)
-                and self._getitem_random.get(origin.func.value)
-            ):
-                return Equivalence.STATISTICAL
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "dataset":
+                dataset = arg.value
+        origin = assigned_value(dataset, scope) if isinstance(dataset, cst.Name) else dataset
+        if (
+            isinstance(origin, cst.Call)  # `Noisy()` built inline or bound once to a name
+            and isinstance(origin.func, cst.Name)
+            and self._getitem_random.get(origin.func.value)
+        ):
+            return Equivalence.STATISTICAL
         return Equivalence.EXACT

@@ -3,7 +3,7 @@
 
 The receiver analysis (`TorchObjects`) is shared with ACL302, which asks the same
 question of `zero_grad` receivers: is this object built by torch, by this file, or
-by another library?
+by something that is clearly not torch's?
 """
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ from enum import Enum
 import libcst as cst
 
 from accel_lint.edits import code_for
-from accel_lint.facts import FileFacts, int_value
+from accel_lint.facts import CallSite, FileFacts, int_value, string_value
 from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
 
 # Packages of the PyTorch project whose objects are torch modules and optimizers.
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "torchtext")
-_OPTIMIZER_PACKAGES = ("torch.optim", "torch.distributed.optim")
-_NOT_OPTIMIZERS = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
 # Methods that return their receiver: `Net().to(device)` is still a `Net`.
 _RETURNS_SELF = frozenset(
     {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_"}
@@ -32,11 +30,92 @@ ZEROS_LIKE = frozenset({"torch.zeros_like"})
 # `set_to_none` exists from torch 1.7 (on both `Module` and `Optimizer`).
 SET_TO_NONE_SINCE = (1, 7)
 
+# What captures CUDA graphs (the modules' own spellings too: `torch.cuda.graphs.graph`).
+_CUDA_GRAPHS = frozenset(
+    {
+        "torch.cuda.graph",
+        "torch.cuda.graphs.graph",
+        "torch.cuda.CUDAGraph",
+        "torch.cuda.graphs.CUDAGraph",
+        "torch.cuda.make_graphed_callables",
+        "torch.cuda.graphs.make_graphed_callables",
+        "torch.compiler.cudagraph_mark_step_begin",
+    }
+)
+_COMPILE = frozenset({"torch.compile"})
+_PARTIAL = frozenset({"functools.partial"})
+_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
+# Methods that only torch's modules and optimizers answer to, among the objects a
+# training script calls `zero_grad` on.
+_TORCH_METHODS = (
+    "step",
+    "parameters",
+    "named_parameters",
+    "add_param_group",
+    "train",
+    "eval",
+    "to",
+    "cuda",
+    "cpu",
+    "half",
+    "float",
+    "modules",
+    "named_modules",
+    "children",
+    "apply",
+    "register_forward_hook",
+    "requires_grad_",
+)
+
+# Callables of other libraries whose objects define their own `zero_grad` without a
+# `set_to_none` parameter (passing it raises TypeError), read in their sources:
+# apex's fused optimizers (`zero_grad(self)`, driven by their `set_grad_none` option)
+# and FP16_Optimizer (`zero_grad(self, set_grads_to_None=...)`), DeepSpeed's engine
+# (what `deepspeed.initialize` returns) and fused optimizers, horovod's
+# `DistributedOptimizer` and fairseq's optimizers and trainer (`zero_grad(self)`).
+# Everything else imported is unknown: `zero_grad(set_to_none=...)` is torch's API,
+# and the wrappers that others build around torch (accelerate, Lightning, timm's
+# factories, a project's own `utils.smart_optimizer`) forward it.
+_OWN_ZERO_GRAD_BY_MODULE = {
+    "apex.optimizers": (
+        "FusedSGD",
+        "FusedAdam",
+        "FusedNovoGrad",
+        "FusedLAMB",
+        "FusedAdagrad",
+        "FP16_Optimizer",
+    ),
+    "apex.optimizers.fused_sgd": ("FusedSGD",),
+    "apex.optimizers.fused_adam": ("FusedAdam",),
+    "apex.optimizers.fused_novograd": ("FusedNovoGrad",),
+    "apex.optimizers.fused_lamb": ("FusedLAMB",),
+    "apex.optimizers.fused_adagrad": ("FusedAdagrad",),
+    "apex.optimizers.fp16_optimizer": ("FP16_Optimizer",),
+    "apex.fp16_utils": ("FP16_Optimizer",),
+    "apex.fp16_utils.fp16_optimizer": ("FP16_Optimizer",),
+    "apex.contrib.optimizers": ("FusedLAMB", "FP16_Optimizer"),
+    "apex.contrib.optimizers.fused_lamb": ("FusedLAMB",),
+    "apex.contrib.optimizers.fp16_optimizer": ("FP16_Optimizer",),
+    "deepspeed": ("initialize", "DeepSpeedEngine"),
+    "deepspeed.runtime.engine": ("DeepSpeedEngine",),
+    "deepspeed.ops.adam": ("FusedAdam",),
+    "deepspeed.ops.adam.fused_adam": ("FusedAdam",),
+    "deepspeed.ops.lion": ("FusedLion",),
+    "deepspeed.ops.lion.fused_lion": ("FusedLion",),
+    "horovod.torch": ("DistributedOptimizer",),
+    "horovod.torch.optimizer": ("DistributedOptimizer",),
+    "fairseq.trainer": ("Trainer",),
+}
+_OWN_ZERO_GRAD = frozenset(
+    f"{module}.{name}" for module, names in _OWN_ZERO_GRAD_BY_MODULE.items() for name in names
+)
+_OWN_ZERO_GRAD_PACKAGES = ("fairseq.optim",)
+
 
 class Kind(Enum):
     TORCH = "torch"  # built by torch, or by a class of this file that subclasses torch's
-    OTHER = "other"  # clearly not torch: another library's object, or a plain local class
-    UNKNOWN = "unknown"  # a parameter, an attribute, a factory we cannot see into
+    OTHER = "other"  # clearly not torch's: see `_kind_of_names` and `_class_kind`
+    UNKNOWN = "unknown"  # a parameter, an attribute, another library's object or factory
 
 
 def _in_family(name: str, packages: Sequence[str]) -> bool:
@@ -50,12 +129,18 @@ def _in_stdlib(name: str) -> bool:
     return name.split(".")[0] in _STDLIB
 
 
+def _not_torchs(name: str) -> bool:
+    """Built by the standard library, or by a callable whose objects have a
+    `zero_grad` of their own that takes no `set_to_none`."""
+    return _in_stdlib(name) or name in _OWN_ZERO_GRAD or _in_family(name, _OWN_ZERO_GRAD_PACKAGES)
+
+
 def _kind_of_names(names: frozenset[str]) -> Kind:
     if not names or LOCAL in names:
         return Kind.UNKNOWN
     if all(_in_family(n, TORCH_FAMILY) for n in names):
         return Kind.TORCH
-    if not any(_in_family(n, TORCH_FAMILY) for n in names):
+    if all(_not_torchs(n) for n in names):
         return Kind.OTHER
     return Kind.UNKNOWN
 
@@ -82,6 +167,8 @@ class TorchObjects:
         # (class, attribute) -> values assigned to `self.<attribute>` in the class's methods
         self._self_attrs: dict[tuple[int, str], list[tuple[cst.BaseExpression, Scope]]] = {}
         self.accumulates_into_grads = False
+        # receivers whose `param_groups` the file reads: torch's optimizer protocol
+        self._param_groups_of: list[tuple[cst.BaseExpression, Scope]] = []
 
     def record_assign(self, node: cst.Assign) -> None:
         """Call during the walk for every `Assign`."""
@@ -97,6 +184,11 @@ class TorchObjects:
             ):
                 key = (id(cls), t.attr.value)
                 self._self_attrs.setdefault(key, []).append((node.value, self.facts.scope))
+
+    def record_attribute(self, node: cst.Attribute) -> None:
+        """Call during the walk for every `Attribute`."""
+        if node.attr.value == "param_groups":
+            self._param_groups_of.append((node.value, self.facts.scope))
 
     def record_aug_assign(self, node: cst.AugAssign) -> None:
         """Call during the walk for every `AugAssign`."""
@@ -129,6 +221,77 @@ class TorchObjects:
             for b in bindings
         )
 
+    def captures_cuda_graphs(self) -> bool:
+        """Does the file capture CUDA graphs? A graph replays into the gradient
+        tensors it captured, so they must stay allocated between steps: there,
+        `set_to_none=False` (or a zero-filling loop) is required, not slow."""
+        for site in self.facts.calls:
+            names = qualified_names(site.node.func, site.scope)
+            if not names or LOCAL in names:
+                continue
+            if names <= _CUDA_GRAPHS:
+                return True
+            if names <= _COMPILE and self._compiles_graphs(site):
+                return True
+            if names <= _PARTIAL and site.node.args:
+                first = site.node.args[0]
+                if (
+                    first.keyword is None
+                    and not first.star
+                    and resolves_to(first.value, site.scope, _COMPILE)
+                    and self._compiles_graphs(site)
+                ):
+                    return True
+        for site in self.facts.method_calls("compile"):
+            # `model.compile(mode=...)`: `nn.Module.compile` forwards to `torch.compile`
+            func = site.node.func
+            assert isinstance(func, cst.Attribute)
+            if self.kind(func.value, site.scope) is not Kind.OTHER and self._compiles_graphs(site):
+                return True
+        return False
+
+    def _compiles_graphs(self, site: CallSite) -> bool:
+        """`mode="reduce-overhead"` or `"max-autotune"` (both capture CUDA graphs), or
+        `options={"triton.cudagraphs": True}`, as the file reads it: a literal, a
+        constant, a literal dict splatted in, an argparse option's default. A mode
+        chosen at run time is the user's choice, not the file's design: with the
+        default run capturing nothing, its findings stand."""
+        for arg in site.node.args:
+            items: list[tuple[str, cst.BaseExpression]] = []
+            if arg.star == "**" and isinstance(arg.value, cst.Name):
+                spread = self.facts.kwargs_dict(arg.value, site.scope)
+                if spread is not None and spread.resolvable:
+                    items = list(spread.values.items())
+            elif arg.keyword is not None:
+                items = [(arg.keyword.value, arg.value)]
+            for key, value in items:
+                if key == "mode" and self._graph_mode(value, site.scope):
+                    return True
+                if key == "options" and self._graph_options(value, site.scope):
+                    return True
+        return False
+
+    def _graph_mode(self, value: cst.BaseExpression, scope: Scope) -> bool:
+        option = self.facts.argparse_option_for(value)
+        if option is not None and option.default is not None:
+            value = option.default
+        return string_value(self.facts.literal_value(value, scope)) in _GRAPH_MODES
+
+    def _graph_options(self, value: cst.BaseExpression, scope: Scope) -> bool:
+        flag: cst.BaseExpression | None = None
+        if isinstance(value, cst.Dict):
+            for element in value.elements:
+                if (
+                    isinstance(element, cst.DictElement)
+                    and string_value(element.key) == "triton.cudagraphs"
+                ):
+                    flag = element.value
+        elif isinstance(value, cst.Name):
+            spread = self.facts.kwargs_dict(value, scope)
+            if spread is not None and spread.resolvable:
+                flag = spread.values.get("triton.cudagraphs")
+        return isinstance(flag, cst.Name) and flag.value == "True"
+
     # -- what built a receiver ----------------------------------------------------
 
     def _ctors(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> list[_Ctor]:
@@ -153,9 +316,14 @@ class TorchObjects:
                     out.append(_Ctor(names=frozenset({b.target})))
                 elif b.value is not None:
                     out.extend(self._value_ctors(b.value, owner, depth))
+                elif isinstance(b.node, cst.Param) and b.node.annotation is not None:
+                    # `optimizer: torch.optim.Optimizer`: only torch's annotation is read
+                    names = qualified_names(b.node.annotation.annotation, owner)
+                    torch_typed = _kind_of_names(names) is Kind.TORCH
+                    out.append(_Ctor(names=names) if torch_typed else _UNSEEN)
                 elif isinstance(b.node, cst.Assign) and isinstance(b.node.value, cst.Call):
-                    # `engine, opt, _, _ = deepspeed.initialize(...)`: only "another
-                    # library" is meaningful for one element of an unpacked result.
+                    # `engine, opt, _, _ = deepspeed.initialize(...)`: only "clearly
+                    # not torch's" is meaningful for one element of an unpacked result.
                     ctor = self._call_ctor(b.node.value, owner)
                     if _kind_of_names(ctor.names) is Kind.OTHER:
                         out.append(ctor)
@@ -201,11 +369,10 @@ class TorchObjects:
             return _Ctor(names=names)
         return _UNSEEN
 
-    def _class_kind(
-        self, cls: cst.ClassDef, scope: Scope, packages: Sequence[str], depth: int = 0
-    ) -> Kind:
-        """TORCH when a base lies in `packages` (through local classes too), OTHER
-        when every base is local and plain, UNKNOWN when a base comes from elsewhere."""
+    def _class_kind(self, cls: cst.ClassDef, scope: Scope, depth: int = 0) -> Kind:
+        """TORCH when a base is torch's (through local classes too), OTHER when every
+        base is local and plain (or has a `zero_grad` that is not torch's), UNKNOWN
+        when a base comes from elsewhere."""
         if depth > 8:
             return Kind.UNKNOWN
         result = Kind.OTHER
@@ -218,18 +385,17 @@ class TorchObjects:
             if isinstance(expr, cst.Name):
                 bindings = scope.lookup(expr.value)
                 if bindings and len(bindings) == 1 and isinstance(bindings[0].node, cst.ClassDef):
-                    inner = self._class_kind(
-                        bindings[0].node, bindings[0].scope or scope, packages, depth + 1
-                    )
+                    base_scope = bindings[0].scope or scope
+                    inner = self._class_kind(bindings[0].node, base_scope, depth + 1)
                     if inner is Kind.TORCH:
                         return Kind.TORCH
                     if inner is Kind.UNKNOWN:
                         result = Kind.UNKNOWN
                     continue
             names = qualified_names(expr, scope)
-            if names and all(_in_stdlib(n) for n in names):
-                continue  # `object`, `abc.ABC`, `typing.Generic[T]`: plain Python
-            if names and LOCAL not in names and all(_in_family(n, packages) for n in names):
+            if names and all(_not_torchs(n) for n in names):
+                continue  # `object`, `abc.ABC`, `Generic[T]`, or a `zero_grad` not torch's
+            if names and LOCAL not in names and all(_in_family(n, TORCH_FAMILY) for n in names):
                 return Kind.TORCH
             # a base from another library may itself derive from torch (LightningModule)
             result = Kind.UNKNOWN
@@ -237,7 +403,7 @@ class TorchObjects:
 
     def _ctor_kind(self, ctor: _Ctor) -> Kind:
         if ctor.class_def is not None and ctor.class_scope is not None:
-            return self._class_kind(ctor.class_def, ctor.class_scope, TORCH_FAMILY)
+            return self._class_kind(ctor.class_def, ctor.class_scope)
         return _kind_of_names(ctor.names)
 
     def own_zero_grad(self, expr: cst.BaseExpression, scope: Scope) -> str | None:
@@ -260,44 +426,50 @@ class TorchObjects:
             return Kind.OTHER
         return Kind.UNKNOWN
 
-    def is_optimizer(self, expr: cst.BaseExpression, scope: Scope) -> bool:
-        """Bound to a `torch.optim` optimizer (or a local subclass of one), or, when we
-        cannot see what it is, stepped like one: `opt.step()`, `scaler.step(opt)`, or
-        given to a `torch.optim.lr_scheduler`."""
-        ctors = self._ctors(expr, scope)
-        for ctor in ctors:
-            if ctor.class_def is not None and ctor.class_scope is not None:
-                if (
-                    self._class_kind(ctor.class_def, ctor.class_scope, _OPTIMIZER_PACKAGES)
-                    is Kind.TORCH
-                ):
+    def used_as_torch(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        """Is `expr` used in the file the way torch's modules and optimizers are: called,
+        stepped, its parameters or `param_groups` read, moved to a device, handed to torch
+        (`scaler.step(opt)`, `StepLR(opt)`, `DDP(model)`)? For an object whose class
+        cannot be seen, that is what says its `zero_grad` is torch's own."""
+        for owner, owner_scope in self._param_groups_of:
+            if same_object(owner, owner_scope, expr, scope):
+                return True
+        for method in _TORCH_METHODS:
+            for site in self.facts.method_calls(method):
+                func = site.node.func
+                assert isinstance(func, cst.Attribute)
+                if same_object(func.value, site.scope, expr, scope):
                     return True
-            elif ctor.names and all(
-                _in_family(n, _OPTIMIZER_PACKAGES) and not _in_family(n, _NOT_OPTIMIZERS)
-                for n in ctor.names
-            ):
-                return True
-        if self.kind(expr, scope) is Kind.OTHER:
-            return False
-        for site in self.facts.method_calls("step"):
-            func = site.node.func
-            assert isinstance(func, cst.Attribute)
-            if same_object(func.value, site.scope, expr, scope):
-                return True
-            first = _first_positional(site.node)
-            if first is not None and same_object(first, site.scope, expr, scope):
+        for site in self.facts.method_calls("step") + self.facts.method_calls("unscale_"):
+            args = site.node.args
+            if args and same_object(args[0].value, site.scope, expr, scope):
                 return True
         for site in self.facts.calls:
-            first = _first_positional(site.node)
-            if (
-                first is not None
-                and same_object(first, site.scope, expr, scope)
-                and _all_in(
-                    qualified_names(site.node.func, site.scope), ("torch.optim.lr_scheduler",)
-                )
+            if same_object(site.node.func, site.scope, expr, scope):
+                return True
+            if any(same_object(a.value, site.scope, expr, scope) for a in site.node.args) and (
+                _kind_of_names(qualified_names(site.node.func, site.scope)) is Kind.TORCH
             ):
                 return True
         return False
+
+
+def same_object(
+    a: cst.BaseExpression, scope_a: Scope, b: cst.BaseExpression, scope_b: Scope
+) -> bool:
+    """Do two name chains denote the same variable (same bindings, or `self` of one class)?"""
+    if isinstance(a, cst.Attribute) and isinstance(b, cst.Attribute):
+        return a.attr.value == b.attr.value and same_object(a.value, scope_a, b.value, scope_b)
+    if isinstance(a, cst.Call) and isinstance(b, cst.Call):
+        # `rref.rpc_sync()`, `self.get_optimizer()`: an accessor, asked the same way
+        return not a.args and not b.args and same_object(a.func, scope_a, b.func, scope_b)
+    if isinstance(a, cst.Name) and isinstance(b, cst.Name) and a.value == b.value:
+        if a.value == "self":
+            ca, cb = _class_scope(scope_a), _class_scope(scope_b)
+            return ca is not None and ca is cb
+        found_a, found_b = scope_a.lookup(a.value), scope_b.lookup(b.value)
+        return found_a is not None and found_a is found_b
+    return False
 
 
 def _defining_class(cls: cst.ClassDef, scope: Scope, method: str, depth: int = 0) -> str | None:
@@ -318,39 +490,16 @@ def _defining_class(cls: cst.ClassDef, scope: Scope, method: str, depth: int = 0
     return None
 
 
-def _all_in(names: frozenset[str], packages: Sequence[str]) -> bool:
-    return bool(names) and all(_in_family(n, packages) for n in names)
-
-
-def _first_positional(call: cst.Call) -> cst.BaseExpression | None:
-    if call.args and call.args[0].keyword is None and not call.args[0].star:
-        return call.args[0].value
-    return None
-
-
 def _class_scope(scope: Scope) -> Scope | None:
-    """The class whose method body `scope` is (for `self.x`)."""
-    s: Scope | None = scope
-    while s is not None and s.kind != "function":
-        s = s.parent
-    if s is None or s.parent is None or s.parent.kind != "class":
+    """The class whose method binds the `self` seen from `scope` (a closure inside a
+    method sees the method's `self`)."""
+    bindings = scope.lookup("self")
+    if not bindings or len(bindings) != 1 or not isinstance(bindings[0].node, cst.Param):
         return None
-    return s.parent
-
-
-def same_object(
-    a: cst.BaseExpression, scope_a: Scope, b: cst.BaseExpression, scope_b: Scope
-) -> bool:
-    """Do two name chains denote the same variable (same bindings, or `self` of one class)?"""
-    if isinstance(a, cst.Attribute) and isinstance(b, cst.Attribute):
-        return a.attr.value == b.attr.value and same_object(a.value, scope_a, b.value, scope_b)
-    if isinstance(a, cst.Name) and isinstance(b, cst.Name) and a.value == b.value:
-        if a.value == "self":
-            ca, cb = _class_scope(scope_a), _class_scope(scope_b)
-            return ca is not None and ca is cb
-        found_a, found_b = scope_a.lookup(a.value), scope_b.lookup(b.value)
-        return found_a is not None and found_a is found_b
-    return False
+    method = bindings[0].scope
+    if method is None or method.parent is None or method.parent.kind != "class":
+        return None
+    return method.parent
 
 
 # -- the loop body ------------------------------------------------------------------
@@ -777,17 +926,14 @@ class ManualZeroGradLoop(Rule):
     def finish(self) -> None:
         if not self._loops or not self.objects.file_imports_torch():
             return
-        if self.objects.adds_into_grads():
+        if self.objects.adds_into_grads() or self.objects.captures_cuda_graphs():
             return
         for node, scope, function in self._loops:
-            loop = _param_groups_loop(node)
-            if loop is not None:
-                if not self.objects.is_optimizer(loop.owner, scope):
-                    continue
-            else:
-                loop = _parameter_loop(node)
-                if loop is None or self.objects.kind(loop.owner, scope) is Kind.OTHER:
-                    continue
+            # `param_groups` of dicts with "params" is torch's optimizer protocol: the
+            # owner is an optimizer unless it is clearly not torch's.
+            loop = _param_groups_loop(node) or _parameter_loop(node)
+            if loop is None or self.objects.kind(loop.owner, scope) is Kind.OTHER:
+                continue
             if _defines_zero_grad(function, loop.owner):
                 continue  # the class's own zero_grad: calling it there would recurse
             self._check(loop, scope)

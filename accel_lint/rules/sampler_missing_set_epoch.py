@@ -26,6 +26,9 @@ from accel_lint.rules._distributed import (
 _SHUFFLE_POSITION = 3
 # DataLoader(dataset, batch_size, shuffle, sampler, ...)
 _SAMPLER_POSITION = 3
+_BATCH_SAMPLER = frozenset(
+    {"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"}
+)
 # Calls that take a loader without iterating it: `len(loader)`, `print(loader)`.
 _NOT_ITERATING = frozenset(
     {
@@ -144,6 +147,7 @@ class _Flow:
     # DataLoader calls given the sampler, the argument that carried it, and its scope
     loaders: list[tuple[cst.Call, cst.BaseExpression, Scope]] = field(default_factory=list)
     iterations: list[_Iteration] = field(default_factory=list)
+    handed_over: bool = False  # given to code the rule cannot read, which may set its epoch
 
 
 class SamplerMissingSetEpoch(Rule):
@@ -349,6 +353,14 @@ class SamplerMissingSetEpoch(Rule):
                 yield from ((use, kind) for use in self._uses(handle))
             return
         name = last_name(call.func)
+        if (
+            kind == SAMPLER
+            and name not in _NOT_ITERATING
+            and not resolves_to(call.func, context.scope, _BATCH_SAMPLER)
+        ):
+            # `train(..., sampler=sampler)` imported from another module may call
+            # `sampler.set_epoch(epoch)` itself (pytorch/examples' FSDP T5 script)
+            flow.handed_over = True
         if kind in (LOADER, WRAPPED) and name is not None and name not in _NOT_ITERATING:
             # code we cannot read is assumed to read the loader it is handed; and
             # `enumerate(loader)`, `tqdm(loader)` hand it on to whatever iterates them
@@ -415,6 +427,8 @@ class SamplerMissingSetEpoch(Rule):
     # -- epoch loops ----------------------------------------------------------------
 
     def _check(self, flow: _Flow) -> None:
+        if flow.handed_over:
+            return
         epochs: list[Loop] = []
         read: list[_Iteration] = []  # the reads that repeat every epoch
         for iteration in flow.iterations:

@@ -71,6 +71,7 @@ class _Entry:
     guards: tuple[Guard, ...]
     scope: Scope
     function: cst.FunctionDef | None
+    class_def: cst.ClassDef | None = None
 
 
 class SaveOnEveryRank(Rule):
@@ -89,6 +90,7 @@ class SaveOnEveryRank(Rule):
         self._statements: list[cst.SimpleStatementLine | cst.SimpleStatementSuite] = []
         self._expr_guards: list[Guard] = []
         self._call_funcs: set[int] = set()
+        self._stores: set[int] = set()  # assignment targets: not uses of a function
         self._arg_call: dict[int, tuple[cst.Call, Scope]] = {}
         self._refs: dict[str, list[tuple[cst.CSTNode, _Entry]]] = {}
         self._lambda_guards: list[tuple[Guard, ...]] = []
@@ -151,10 +153,15 @@ class SaveOnEveryRank(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         self._note_binding(node)
         self._attributes.note(node, self.facts)
+        self._stores.update(id(target.target) for target in node.targets)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._note_binding(node)
         self._attributes.note(node, self.facts)
+        self._stores.add(id(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._stores.add(id(node.target))
 
     def _note_binding(self, node: cst.CSTNode) -> None:
         self._order += 1
@@ -178,13 +185,14 @@ class SaveOnEveryRank(Rule):
         )
 
     def visit_Name(self, node: cst.Name) -> None:
-        if id(node) not in self._call_funcs:
+        if id(node) not in self._call_funcs and id(node) not in self._stores:
             self._refs.setdefault(node.value, []).append((node, self._entry()))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         # `self.save_checkpoint` handed over as a callback rather than called
         if (
             id(node) not in self._call_funcs
+            and id(node) not in self._stores
             and isinstance(node.value, cst.Name)
             and node.value.value in ("self", "cls")
         ):
@@ -197,7 +205,8 @@ class SaveOnEveryRank(Rule):
         return outer + tuple(self.facts.guards) + tuple(self._expr_guards)
 
     def _entry(self) -> _Entry:
-        return _Entry(self._guards(), self.facts.scope, self.facts.function)
+        facts = self.facts
+        return _Entry(self._guards(), facts.scope, facts.function, facts.class_def)
 
     # -- finish: decide ----------------------------------------------------------
 
@@ -222,9 +231,9 @@ class SaveOnEveryRank(Rule):
     ) -> bool:
         """Every way this file runs `func` admits one process.
 
-        A function the file never calls (its callers are in other files) or hands to
-        code we cannot see (`register(save)`) is judged by its own body: nothing shows
-        that one process only runs it. A callback is judged where it is handed over."""
+        A function the file never calls is judged by its own body: its callers are in
+        other files, and nothing shows that one process only runs it. A function handed
+        to code we cannot see (`register(save)`) is judged where it is handed over."""
         if has_main_process_decorator(func):
             return True
         if depth > _MAX_CALL_DEPTH or func in seen:
@@ -259,15 +268,12 @@ class SaveOnEveryRank(Rule):
             return False
         return True
 
-    def _is_method(self, func: cst.FunctionDef) -> bool:
-        return self._calls.class_of(func) is not None
-
     def _references(self, func: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, _Entry]]:
         """Uses of `func` other than calls: `mp.spawn(main)`, `callbacks=[self.save]`."""
-        method = self._is_method(func)
+        owner = self._calls.class_of(func)
         for node, entry in self._refs.get(func.name.value, ()):
             if isinstance(node, cst.Attribute):
-                if method:
+                if owner is not None and entry.class_def is owner:  # `self` is an `owner`
                     yield node, entry
                 continue
             bindings = entry.scope.lookup(func.name.value)

@@ -49,18 +49,23 @@ class ZeroGradKeepsTensors(Rule):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.objects.record_aug_assign(node)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.objects.record_attribute(node)
+
     def finish(self) -> None:
         sites = self.facts.method_calls("zero_grad")
-        if not sites or not self.objects.file_imports_torch() or self.objects.adds_into_grads():
+        if not sites or not self.objects.file_imports_torch():
+            return
+        if self.objects.adds_into_grads() or self.objects.captures_cuda_graphs():
             return
         for site in sites:
             func = site.node.func
             assert isinstance(func, cst.Attribute)
-            if self.objects.kind(func.value, site.scope) is Kind.OTHER:
-                continue
-            self._check(site)
+            kind = self.objects.kind(func.value, site.scope)
+            if kind is not Kind.OTHER:
+                self._check(site, kind)
 
-    def _check(self, site: CallSite) -> None:
+    def _check(self, site: CallSite, kind: Kind) -> None:
         call = site.node
         arg: cst.Arg | None = None
         for index, candidate in enumerate(call.args):
@@ -77,8 +82,13 @@ class ZeroGradKeepsTensors(Rule):
             if target is None or target >= DEFAULT_SINCE:
                 return
             assert isinstance(call.func, cst.Attribute)
-            if self.objects.own_zero_grad(call.func.value, site.scope) is not None:
+            receiver_expr = call.func.value
+            if self.objects.own_zero_grad(receiver_expr, site.scope) is not None:
                 return  # a `zero_grad` of this file: its default is its own
+            if kind is Kind.UNKNOWN and not self.objects.used_as_torch(receiver_expr, site.scope):
+                # nothing says this `zero_grad` is torch's (a project's trainer class
+                # may define its own): a plain call passes no `set_to_none` to prove it
+                return
             message = (
                 f"`{receiver}()` zero-fills every gradient on torch < 2.0 "
                 f"(target-torch is {_version(target)})"

@@ -1,6 +1,6 @@
 # ACL301: loops that are not a manual zero_grad of every parameter.
+import deepspeed
 import torch
-from mylib import registry
 
 model = torch.nn.Linear(4, 2)
 other = torch.nn.Linear(2, 2)
@@ -48,8 +48,9 @@ for p in model.named_parameters():
     p[1].grad.zero_()
 for p in bank.parameters():
     p.grad.zero_()  # a local class that is not a torch module
-for p in registry.parameters():
-    p.grad.zero_()  # another library's object
+engine, _, _, _ = deepspeed.initialize(model=model)
+for p in engine.parameters():
+    p.grad.zero_()  # DeepSpeed's engine: its zero_grad takes no set_to_none
 for p in model.grad_params():
     p.grad.zero_()
 

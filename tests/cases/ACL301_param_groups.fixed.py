@@ -31,10 +31,8 @@ def scheduled(optimizer):
 
 
 def unknown(thing):
-    # never stepped: nothing says `thing` is an optimizer
-    for group in thing.param_groups:
-        for p in group["params"]:
-            p.grad.zero_()
+    # never stepped, but `param_groups` of "params" lists is torch's optimizer protocol
+    thing.zero_grad(set_to_none=True)
 
 
 class Clipper(torch.optim.Optimizer):

@@ -42,8 +42,8 @@ def scheduled(optimizer):
 
 
 def unknown(thing):
-    # never stepped: nothing says `thing` is an optimizer
-    for group in thing.param_groups:
+    # never stepped, but `param_groups` of "params" lists is torch's optimizer protocol
+    for group in thing.param_groups:  # ACL301
         for p in group["params"]:
             p.grad.zero_()
 

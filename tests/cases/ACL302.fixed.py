@@ -6,7 +6,6 @@ from typing import Generic, TypeVar
 import deepspeed
 import torch
 import torch.nn as nn
-from mylib import trainer
 from torch.optim import SGD
 
 KEEP_GRADS = True
@@ -79,7 +78,6 @@ meter = Meter()
 meter.zero_grad(set_to_none=False)
 stats = Stats()
 stats.zero_grad(set_to_none=False)
-trainer.zero_grad(set_to_none=False)
 engine, ds_opt, _, _ = deepspeed.initialize(model=model)
 engine.zero_grad(set_to_none=False)
 

@@ -19,9 +19,11 @@ optimizer.zero_grad(set_to_none=True)
 meter.zero_grad()
 
 
-def step(net, opt):
+def step(net, opt, x):
     opt.zero_grad(set_to_none=True)
     net.zero_grad(set_to_none=True)
+    net(x).sum().backward()
+    opt.step()
 
 
 class Wrapped(torch.nn.Module):

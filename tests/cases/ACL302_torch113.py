@@ -19,10 +19,12 @@ optimizer.zero_grad(set_to_none=True)
 meter.zero_grad()
 
 
-def step(net, opt):
+def step(net, opt, x):
     opt.zero_grad()  # ACL302
     net.zero_grad(  # ACL302
     )
+    net(x).sum().backward()
+    opt.step()
 
 
 class Wrapped(torch.nn.Module):

@@ -1,9 +1,10 @@
 # ACL404: should not flag: loaders handed to imported code with set_epoch called, a
-# loader only measured, and a counting loop that neither trains nor counts epochs.
+# loader only measured, a counting loop that neither trains nor counts epochs, and a
+# sampler handed to imported code.
 import argparse
 
 import torch.distributed as dist
-from engine import benchmark, evaluate, train_one_epoch
+from engine import benchmark, evaluate, train, train_one_epoch
 from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
 
 parser = argparse.ArgumentParser()
@@ -31,3 +32,12 @@ def main(model, criterion, optimizer, dataset_train, dataset_val, dataset_probe)
         print(f"probe: {len(probe_loader)} batches")
     for i in range(3):
         benchmark(model, probe_loader)
+
+
+def handed_over(model, optimizer, dataset):
+    # the imported function gets the sampler too: it may call set_epoch itself
+    # (the shape of pytorch/examples' FSDP T5 script)
+    sampler = DistributedSampler(dataset, shuffle=True)
+    loader = DataLoader(dataset, sampler=sampler, num_workers=2)
+    for epoch in range(args.epochs):
+        train(model, loader, optimizer, epoch, sampler=sampler)

@@ -14,7 +14,7 @@ from typing import Union
 
 import libcst as cst
 
-from accel_lint.walk import _fields as walked_fields
+from accel_lint.walk import child_fields as walked_fields
 
 Block = Union[cst.Module, cst.IndentedBlock]
 Loop = Union[cst.For, cst.While]

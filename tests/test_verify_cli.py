@@ -1,0 +1,537 @@
+"""`accel-lint verify` end to end, through the command line, on CPU: the
+fixtures' verdicts and speed, and a clear outcome for each way a script can
+defeat a verification (needs CUDA, hangs, crashes, never steps, reads argv,
+resumes from a relative checkpoint)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import ROOT
+
+FIXTURES = ROOT / "fixtures"
+
+
+def _verify(
+    script: Path, *args: str, scratch: Path, output: str = "json", script_args: tuple[str, ...] = ()
+) -> tuple[int, Any, str]:
+    """Run the CLI; `scratch` becomes TMPDIR so the test can see what is left behind."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "accel_lint",
+        "verify",
+        str(script),
+        "--output-format",
+        output,
+        *args,
+    ]
+    if script_args:
+        cmd += ["--", *script_args]
+    env = {**os.environ, "TMPDIR": str(scratch), "NO_COLOR": "1", "COLUMNS": "200"}
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
+    data = (
+        json.loads(result.stdout) if output == "json" and result.stdout.strip() else result.stdout
+    )
+    return result.returncode, data, result.stderr
+
+
+def _tree(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _processes_under(directory: Path) -> list[str]:
+    """Processes still running with their working directory in `directory`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(str(directory)):
+            found.append(f"{proc.name}: {cwd}")
+    return found
+
+
+def _fix(report: dict[str, Any], code: str) -> dict[str, Any]:
+    matches: list[dict[str, Any]] = [f for f in report["fixes"] if f["code"] == code]
+    assert len(matches) == 1, report["fixes"]
+    return matches[0]
+
+
+def _assert_clean(scratch: Path) -> None:
+    # torch itself keeps a compile cache directory in TMPDIR, as it does outside verify
+    left = [p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor_")]
+    assert left == [], "scratch directories were left behind"
+    assert _processes_under(scratch) == [], "processes of a run are still alive"
+
+
+def _project(tmp_path: Path, source: str) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    script = project / "train.py"
+    script.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    return script
+
+
+# -- without runs -----------------------------------------------------------------------
+
+
+def test_the_parent_never_imports_torch() -> None:
+    code = (
+        "import sys, accel_lint.cli, accel_lint.verify.command, accel_lint.verify.session, "
+        "accel_lint.verify.table; print('torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_nothing_to_fix_is_nothing_to_verify(tmp_path: Path) -> None:
+    script = _project(tmp_path, "import torch\nprint(torch.zeros(1))\n")
+    code, report, _ = _verify(script, scratch=tmp_path / "tmp")
+    assert code == 0
+    assert report["fixes"] == [] and report["timing"] is None and report["error"] is None
+    code, text, _ = _verify(script, scratch=tmp_path / "tmp", output="table")
+    assert code == 0 and "nothing to verify" in text
+
+
+def test_a_script_outside_the_working_directory_is_a_usage_error(tmp_path: Path) -> None:
+    script = _project(tmp_path, "import torch\n")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    code, _, err = _verify(
+        script, "--workdir", str(other), scratch=tmp_path / "tmp", output="table"
+    )
+    assert code == 2 and "is not inside the working directory" in err
+
+
+# -- the fixtures -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_io_bound_loader_acl101_is_exact_and_measurably_faster(tmp_path: Path) -> None:
+    fixture = FIXTURES / "io_bound_loader"
+    before = _tree(fixture)
+    scratch = tmp_path / "tmp"
+    code, report, err = _verify(
+        fixture / "train.py",
+        "--unsafe-fixes",
+        "--steps",
+        "30",
+        "--repeat",
+        "2",
+        scratch=scratch,
+        script_args=("--epochs", "1"),
+    )
+    assert code == 0, err
+    fix = _fix(report, "ACL101")
+    assert (fix["class"], fix["verdict"], fix["reason"]) == ("exact", "holds", None)
+    assert fix["max_loss_diff"] == 0.0 and fix["max_param_diff"] == 0.0
+    assert report["noise_floor"]["deterministic"] is True
+    assert report["noise_floor"]["loss"] > 0  # bitwise equality was not a foregone conclusion
+    timing = report["timing"]
+    assert timing["claim"] == "faster", timing
+    assert timing["speedup"] > 1.3 and timing["ratio_interval"][0] > 1.0 + timing["noise"]
+    original, fixed = timing["original"], timing["fixed"]
+    assert fixed["steps_per_s"]["min"] > original["steps_per_s"]["max"]
+    assert (
+        original["peak_memory_bytes"] > 0
+        and fixed["peak_memory_bytes"] > original["peak_memory_bytes"]
+    )
+    # DataLoader workers were started and are gone; the fixture is untouched
+    _assert_clean(scratch)
+    assert _tree(fixture) == before
+
+
+@pytest.mark.slow
+def test_partial_grads_acl301_fails_and_names_the_cause(tmp_path: Path) -> None:
+    code, report, err = _verify(
+        FIXTURES / "partial_grads" / "train.py",
+        "--unsafe-fixes",
+        "--steps",
+        "12",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "1"),
+    )
+    assert code == 1, err
+    # the two fixes fail together; run alone, ACL101 holds and ACL301 is the culprit
+    assert "fixed (ACL301 only)" in err and "fixed (ACL101 only)" in err
+    assert _fix(report, "ACL101")["verdict"] == "holds"
+    acl301 = _fix(report, "ACL301")
+    assert (acl301["class"], acl301["verdict"]) == ("exact", "fails")
+    reason = acl301["reason"]
+    assert "losses differ from backward pass 4 on" in reason
+    assert "TwoHeads.aux_head.bias, TwoHeads.aux_head.weight" in reason
+    assert "all-zero gradient" in reason and "the optimizer skips them" in reason
+    assert acl301["max_loss_diff"] > 0
+
+
+@pytest.mark.slow
+def test_amp_manual_zero_acl301_acl302_are_exact_when_every_parameter_gets_a_gradient(
+    tmp_path: Path,
+) -> None:
+    code, report, err = _verify(
+        FIXTURES / "amp_manual_zero" / "train.py",
+        "--select",
+        "ACL301,ACL302",
+        "--unsafe-fixes",
+        "--steps",
+        "8",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "1", "--steps-per-epoch", "16"),
+    )
+    assert code == 0, err
+    assert [(f["code"], f["class"], f["verdict"]) for f in report["fixes"]] == [
+        ("ACL301", "exact", "holds"),
+        ("ACL302", "exact", "holds"),
+    ]
+
+
+@pytest.mark.slow
+def test_ddp_torchrun_intended_changes_hold(tmp_path: Path) -> None:
+    code, report, err = _verify(
+        FIXTURES / "ddp_torchrun" / "train.py",
+        "--torchrun",
+        "--select",
+        "ACL403,ACL404",
+        "--unsafe-fixes",
+        "--steps",
+        "20",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "2", "--workers", "0"),
+    )
+    assert code == 0, err
+    acl404 = _fix(report, "ACL404")
+    assert (acl404["class"], acl404["verdict"]) == ("intended-change", "holds")
+    assert acl404["notes"] == [
+        "epoch 0 bitwise equal (16 backward passes); 1 later epoch(s) reshuffled",
+        "the original repeated epoch 0's order",
+    ]
+    assert acl404["max_loss_diff"] > 0  # epoch 1 trains on a new order
+    acl403 = _fix(report, "ACL403")
+    assert acl403["verdict"] == "holds"
+    assert acl403["notes"] == [
+        "1 save(s) written once by rank 0 with the original's content (the original wrote each 2x)"
+    ]
+
+
+@pytest.mark.slow
+def test_cnn_bn_acl201_is_close_after_aligning_the_initial_weights(tmp_path: Path) -> None:
+    code, report, err = _verify(
+        FIXTURES / "cnn_bn" / "train.py",
+        "--select",
+        "ACL102,ACL201",
+        "--unsafe-fixes",
+        "--steps",
+        "10",
+        "--repeat",
+        "1",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "1"),
+    )
+    assert code == 0, err
+    # ACL201's fixes make the combined run merely close, so ACL102 is checked alone
+    assert "fixed (ACL102 only)" in err
+    assert {(f["code"], f["class"], f["verdict"]) for f in report["fixes"]} == {
+        ("ACL102", "exact", "holds"),
+        ("ACL201", "close", "holds"),
+    }
+    assert sorted(f["code"] for f in report["fixes"]) == ["ACL102", "ACL102", "ACL201", "ACL201"]
+    acl201 = next(f for f in report["fixes"] if f["code"] == "ACL201")
+    assert acl201["notes"][0].startswith(
+        "the fix changed the parameters (4 removed (SmallCNN.features.0.conv.bias, "
+    )
+    assert "both runs started from the same initial weights" in acl201["notes"][0]
+    assert acl201["notes"][-1] == "BatchNorm running means absorb the removed biases: not compared"
+    assert 0 < acl201["max_loss_diff"] < 1e-4
+    timing = report["timing"]
+    assert (
+        "ACL102: not measurable on this machine: pinned memory only speeds up copies from the "
+        "host to an accelerator"
+    ) in timing["notes"]
+    assert timing["claim"] == "noise unknown" and timing["speedup"] is None
+
+
+@pytest.mark.slow
+def test_data_parallel_acl401_runs_under_torchrun_and_holds(tmp_path: Path) -> None:
+    code, report, err = _verify(
+        FIXTURES / "data_parallel" / "train.py",
+        "--select",
+        "ACL401",
+        "--unsafe-fixes",
+        "--steps",
+        "12",
+        "--repeat",
+        "1",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "1"),
+    )
+    assert code == 0, err
+    acl401 = _fix(report, "ACL401")
+    assert (acl401["class"], acl401["verdict"]) == ("close", "holds")
+    # the two ranks' half-batch losses, averaged, match the full-batch loss
+    assert 0 < acl401["max_loss_diff"] < 1e-5
+    timing = report["timing"]
+    assert timing["claim"] == "not applicable on this device" and timing["speedup"] is None
+    assert any(n.startswith("ACL401: not measurable on this machine") for n in timing["notes"])
+
+
+@pytest.mark.slow
+def test_random_augmentation_in_workers_is_judged_statistically(tmp_path: Path) -> None:
+    # __getitem__ draws from torch's global generator: in workers the draws differ
+    source = """
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Jittered(Dataset):
+            def __init__(self):
+                g = torch.Generator().manual_seed(1)
+                self.x = torch.randn(256, 8, generator=g)
+                self.y = (self.x.sum(dim=1, keepdim=True) > 0).float()
+
+            def __len__(self):
+                return len(self.x)
+
+            def __getitem__(self, index):
+                return self.x[index] + 0.1 * torch.randn(8), self.y[index]
+
+
+        def main():
+            torch.manual_seed(0)
+            dataset = Jittered()
+            loader = DataLoader(dataset, batch_size=16, shuffle=True)
+            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    nn.functional.binary_cross_entropy_with_logits(model(x), y).backward()
+                    optimizer.step()
+
+
+        if __name__ == "__main__":
+            main()
+    """
+    script = _project(tmp_path, source)
+    code, report, err = _verify(
+        script, "--unsafe-fixes", "--steps", "30", "--repeat", "0", scratch=tmp_path / "tmp"
+    )
+    assert code == 0, err
+    # the original and the fixed script each ran with seed offsets +1 and +2
+    assert "original (seed +2)" in err and "fixed (seed +2)" in err
+    fix = _fix(report, "ACL101")
+    assert (fix["class"], fix["verdict"]) == ("statistical", "holds")
+    assert fix["max_loss_diff"] > 0  # not step by step: the augmentation draws differ
+    assert fix["notes"][0].startswith("trailing mean loss ")
+    assert "over 3 seeds (z = " in fix["notes"][0]
+
+
+# -- scripts that defeat a verification ------------------------------------------------------
+
+TRAIN = """
+    import os
+    import sys
+
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    def main():
+        torch.manual_seed(0)
+        data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(data, batch_size=8, shuffle=True)
+        model = nn.Linear(4, 1){model_suffix}
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        {before_training}
+        for epoch in range({epochs}):
+            for x, y in loader:
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def _train(model_suffix: str = "", before_training: str = "pass", epochs: str = "3") -> str:
+    return TRAIN.format(model_suffix=model_suffix, before_training=before_training, epochs=epochs)
+
+
+FAST = ("--unsafe-fixes", "--steps", "3", "--repeat", "0")
+
+
+@pytest.mark.slow
+def test_a_script_that_needs_cuda_is_not_verifiable_here(tmp_path: Path) -> None:
+    script = _project(tmp_path, _train(model_suffix=".cuda()"))
+    code, report, _ = _verify(script, *FAST, scratch=tmp_path / "tmp")
+    assert code == 2
+    assert report["error"]["status"] == "needs-cuda" and report["error"]["run"] == "original"
+    assert {f["code"] for f in report["fixes"]} == {"ACL101", "ACL102"}
+    for fix in report["fixes"]:
+        assert fix["verdict"] == "not-verifiable"
+        assert fix["reason"].startswith("not verifiable here: the script needs CUDA")
+
+
+@pytest.mark.slow
+def test_a_hanging_script_times_out_and_is_killed(tmp_path: Path) -> None:
+    script = _project(tmp_path, _train(before_training="import time; time.sleep(3600)"))
+    scratch = tmp_path / "tmp"
+    code, report, _ = _verify(script, *FAST, "--timeout", "20", scratch=scratch)
+    assert code == 2
+    assert report["error"]["status"] == "timeout" and report["error"]["run"] == "original"
+    assert "did not finish within 20 s" in report["error"]["message"]
+    assert _fix(report, "ACL101")["verdict"] == "not-verifiable"
+    _assert_clean(scratch)
+
+
+@pytest.mark.slow
+def test_a_crash_of_the_original_is_shown_and_attributed(tmp_path: Path) -> None:
+    script = _project(tmp_path, _train(before_training='raise ValueError("broken config")'))
+    code, report, _ = _verify(script, *FAST, scratch=tmp_path / "tmp")
+    assert code == 2
+    error = report["error"]
+    assert (error["run"], error["status"], error["message"]) == (
+        "original",
+        "crashed",
+        "ValueError: broken config",
+    )
+    assert 'raise ValueError("broken config")' in error["output"]
+    assert (
+        _fix(report, "ACL101")["reason"]
+        == "not verifiable: the original script failed (ValueError: broken config)"
+    )
+    code, text, _ = _verify(script, *FAST, scratch=tmp_path / "tmp", output="table")
+    assert code == 2
+    assert "The run `original` did not complete: ValueError: broken config" in text
+
+
+@pytest.mark.slow
+def test_a_crash_of_the_fixed_script_only_fails_the_fix(tmp_path: Path) -> None:
+    # workers started with spawn must pickle the dataset: its lambda cannot be
+    source = """
+        import torch
+        import torch.multiprocessing as mp
+        from torch import nn
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Scaled(Dataset):
+            def __init__(self, transform):
+                self.data = torch.randn(64, 4)
+                self.transform = transform
+
+            def __len__(self):
+                return len(self.data)
+
+            def __getitem__(self, index):
+                return self.transform(self.data[index])
+
+
+        def main():
+            torch.manual_seed(0)
+            loader = DataLoader(Scaled(lambda x: x * 2), batch_size=8)
+            model = nn.Linear(4, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                optimizer.zero_grad()
+                model(x).pow(2).mean().backward()
+                optimizer.step()
+
+
+        if __name__ == "__main__":
+            mp.set_start_method("spawn")
+            main()
+    """
+    script = _project(tmp_path, source)
+    code, report, _ = _verify(script, *FAST, scratch=tmp_path / "tmp")
+    assert code == 2
+    assert (report["error"]["run"], report["error"]["status"]) == ("fixed", "crashed")
+    fix = _fix(report, "ACL101")
+    assert fix["verdict"] == "fails"
+    assert fix["reason"].startswith("the fixed script failed where the original ran: ")
+    assert "pickle" in fix["reason"]
+
+
+@pytest.mark.slow
+def test_a_script_that_never_steps_an_optimizer(tmp_path: Path) -> None:
+    source = """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        model = torch.nn.Linear(4, 1)
+        with torch.no_grad():
+            for (x,) in DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8):
+                print(model(x).sum().item())
+    """
+    script = _project(tmp_path, source)
+    code, report, _ = _verify(script, *FAST, scratch=tmp_path / "tmp")
+    assert code == 2
+    assert report["error"]["status"] == "no-steps"
+    assert _fix(report, "ACL101")["reason"].startswith(
+        "not verifiable: the original never stepped an optimizer"
+    )
+
+
+@pytest.mark.slow
+def test_a_script_that_reads_argv_and_resumes_from_a_relative_checkpoint(tmp_path: Path) -> None:
+    # The epochs come from sys.argv (given after `--`). Sharing a working directory,
+    # the second run would resume from the first run's checkpoint and train nothing;
+    # each run gets a fresh copy instead.
+    resume = """os.makedirs("checkpoints", exist_ok=True)
+        start = 0
+        if os.path.exists("checkpoints/last.pt"):
+            state = torch.load("checkpoints/last.pt")
+            model.load_state_dict(state["model"])
+            start = state["epoch"] + 1
+            print("resumed from epoch", state["epoch"])"""
+    save = (
+        " " * 12
+        + 'torch.save({"model": model.state_dict(), "epoch": epoch}, "checkpoints/last.pt")\n'
+    )
+    step = "                optimizer.step()\n"
+    source = _train(before_training=resume, epochs="start, int(sys.argv[1])")
+    source = source.replace(step, step + save)
+    script = _project(tmp_path, source)
+    before = _tree(script.parent)
+    code, report, err = _verify(
+        script,
+        "--unsafe-fixes",
+        "--steps",
+        "12",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("3",),
+    )
+    assert code == 0, err
+    assert _fix(report, "ACL101")["verdict"] == "holds"
+    assert _tree(script.parent) == before and not (script.parent / "checkpoints").exists()
