@@ -70,6 +70,16 @@ class Autocast:
         return isinstance(enabled, cst.Name) and enabled.value == "False"
 
 
+_MAX_HANDLES = 16  # how far a model is followed through the file's functions
+
+
+def _is(site: CallSite, expr: cst.Name, name: str, node: cst.CSTNode) -> bool:
+    """`expr` at `site` is the name `name` bound by `node` (an assignment or a parameter)."""
+    if expr.value != name:
+        return False
+    return any(b.node is node for b in site.scope.lookup(name) or [])
+
+
 @dataclass(frozen=True)
 class Wrapped:
     """A model wrapped by `x = DataParallel(inner)`: the name it is called by, and
@@ -181,18 +191,48 @@ class AutocastOutsideDataParallel(Rule):
     def _model_calls(
         self, wrapped: list[Wrapped]
     ) -> dict[Wrapped, list[tuple[CallSite, Autocast | None]]]:
-        """Every call of each wrapped model, with the innermost autocast block around it."""
+        """Every call of each wrapped model, with the innermost autocast block around it;
+        also inside functions of the file the model is passed to (`train(loader, model)`)."""
         out: dict[Wrapped, list[tuple[CallSite, Autocast | None]]] = {w: [] for w in wrapped}
-        for site in self.facts.calls:
-            func = site.node.func
-            if not isinstance(func, cst.Name):
+        for model in wrapped:
+            handles: list[tuple[str, cst.CSTNode]] = [(model.target, model.binding_node)]
+            seen: set[int] = set()
+            while handles:
+                name, node = handles.pop()
+                if id(node) in seen or len(seen) > _MAX_HANDLES:
+                    continue
+                seen.add(id(node))
+                for site in self.facts.calls:
+                    func = site.node.func
+                    if isinstance(func, cst.Name) and _is(site, func, name, node):
+                        out[model].append((site, self._autocast_around(site)))
+                    handles.extend(self._passed_to(site, name, node))
+        return out
+
+    def _passed_to(
+        self, site: CallSite, name: str, node: cst.CSTNode
+    ) -> list[tuple[str, cst.CSTNode]]:
+        """The parameters of a function of this file that receive the model at `site`."""
+        func = site.node.func
+        if not isinstance(func, cst.Name):
+            return []
+        bindings = site.scope.lookup(func.value) or []
+        if len(bindings) != 1 or not isinstance(bindings[0].node, cst.FunctionDef):
+            return []
+        params = bindings[0].node.params
+        out: list[tuple[str, cst.CSTNode]] = []
+        for index, arg in enumerate(site.node.args):
+            value = arg.value
+            if arg.star or not (isinstance(value, cst.Name) and _is(site, value, name, node)):
                 continue
-            bindings = site.scope.lookup(func.value) or []
-            for model in wrapped:
-                if func.value == model.target and any(
-                    b.node is model.binding_node for b in bindings
-                ):
-                    out[model].append((site, self._autocast_around(site)))
+            param: cst.Param | None = None
+            if arg.keyword is not None:
+                every = [*params.posonly_params, *params.params, *params.kwonly_params]
+                param = next((p for p in every if p.name.value == arg.keyword.value), None)
+            elif index < len(positional := [*params.posonly_params, *params.params]):
+                param = positional[index]
+            if param is not None:
+                out.append((param.name.value, param))
         return out
 
     def _autocast_around(self, site: CallSite) -> Autocast | None:

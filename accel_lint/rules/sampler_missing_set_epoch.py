@@ -61,6 +61,9 @@ _MAX_DEPTH = 3
 SAMPLER = "sampler"
 LOADER = "loader"
 WRAPPED = "wrapped"  # enumerate(loader), tqdm(loader): iterating it iterates the loader
+BATCH = "batch"  # BatchSampler(sampler, ...): a loader given it as batch_sampler= reads the sampler
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
+_BATCH_SAMPLER_POSITION = 4
 
 
 @dataclass(frozen=True)
@@ -140,14 +143,20 @@ class _Flow:
     """Where one sampler goes: the expressions that hold it or its loaders."""
 
     sampler: cst.Call
-    values: dict[str, set[int]] = field(default_factory=lambda: {SAMPLER: set(), LOADER: set()})
+    values: dict[str, set[int]] = field(
+        default_factory=lambda: {SAMPLER: set(), LOADER: set(), BATCH: set()}
+    )
     handles: dict[str, set[_Handle]] = field(
-        default_factory=lambda: {SAMPLER: set(), LOADER: set()}
+        default_factory=lambda: {SAMPLER: set(), LOADER: set(), BATCH: set()}
     )
     # DataLoader calls given the sampler, the argument that carried it, and its scope
     loaders: list[tuple[cst.Call, cst.BaseExpression, Scope]] = field(default_factory=list)
     iterations: list[_Iteration] = field(default_factory=list)
     handed_over: bool = False  # given to code the rule cannot read, which may set its epoch
+    # given to a class the rule cannot read: harmless if its result is then used as a
+    # DataLoader's batch_sampler= (a batch sampler, which cannot know the epoch)
+    maybe_handed_over: bool = False
+    batched_loader: bool = False
 
 
 class SamplerMissingSetEpoch(Rule):
@@ -340,6 +349,17 @@ class SamplerMissingSetEpoch(Rule):
                 flow.loaders.append((call, expr, context.scope))
                 yield call, LOADER
             return
+        if kind == BATCH:
+            if resolves_to(call.func, context.scope, DATALOADER) and (
+                context.keyword == "batch_sampler" or context.index == _BATCH_SAMPLER_POSITION
+            ):
+                # `loader.sampler` is not this sampler: no entry in flow.loaders
+                flow.batched_loader = True
+                yield call, LOADER
+            return
+        if kind == SAMPLER and resolves_to(call.func, context.scope, _BATCH_SAMPLER):
+            yield call, BATCH
+            return
         callee = self._local_callee(call, context.scope)
         if callee is not None:
             func, offset = callee
@@ -353,14 +373,14 @@ class SamplerMissingSetEpoch(Rule):
                 yield from ((use, kind) for use in self._uses(handle))
             return
         name = last_name(call.func)
-        if (
-            kind == SAMPLER
-            and name not in _NOT_ITERATING
-            and not resolves_to(call.func, context.scope, _BATCH_SAMPLER)
-        ):
+        if kind == SAMPLER and name not in _NOT_ITERATING:
             # `train(..., sampler=sampler)` imported from another module may call
-            # `sampler.set_epoch(epoch)` itself (pytorch/examples' FSDP T5 script)
-            flow.handed_over = True
+            # `sampler.set_epoch(epoch)` itself (pytorch/examples' FSDP T5 script),
+            # unless what it returns turns out to be a DataLoader's batch sampler
+            # (torchvision's references: `GroupedBatchSampler(train_sampler, ...)`)
+            flow.maybe_handed_over = True
+            yield call, BATCH
+            return
         if kind in (LOADER, WRAPPED) and name is not None and name not in _NOT_ITERATING:
             # code we cannot read is assumed to read the loader it is handed; and
             # `enumerate(loader)`, `tqdm(loader)` hand it on to whatever iterates them
@@ -427,7 +447,7 @@ class SamplerMissingSetEpoch(Rule):
     # -- epoch loops ----------------------------------------------------------------
 
     def _check(self, flow: _Flow) -> None:
-        if flow.handed_over:
+        if flow.handed_over or (flow.maybe_handed_over and not flow.batched_loader):
             return
         epochs: list[Loop] = []
         read: list[_Iteration] = []  # the reads that repeat every epoch
