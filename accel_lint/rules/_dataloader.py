@@ -9,8 +9,6 @@ import libcst as cst
 from accel_lint.facts import FileFacts
 from accel_lint.names import Scope
 
-DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
 #            collate_fn, pin_memory, drop_last, ...)
 POSITION = {"num_workers": 5, "pin_memory": 7}

@@ -39,15 +39,6 @@ from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolve
 DISTRIBUTED_SAMPLER = frozenset(
     {"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"}
 )
-DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group"})
-DDP = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-        "torch.nn.DistributedDataParallel",
-    }
-)
 GET_RANK = "torch.distributed.get_rank"
 IS_INITIALIZED = "torch.distributed.is_initialized"
 

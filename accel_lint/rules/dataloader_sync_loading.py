@@ -8,7 +8,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for
-from accel_lint.facts import int_value
+from accel_lint.facts import DATALOADER, int_value
 from accel_lint.names import (
     Scope,
     assigned_value,
@@ -18,7 +18,7 @@ from accel_lint.names import (
     spelling_for,
 )
 from accel_lint.rule import Equivalence, Fix, FixSafety, Option, Rule
-from accel_lint.rules._dataloader import DATALOADER, passed
+from accel_lint.rules._dataloader import passed
 
 # Calls that draw from a global random generator (torch, numpy, random).
 _RANDOM_PREFIXES = ("random.", "numpy.random.", "torchvision.transforms.Random")

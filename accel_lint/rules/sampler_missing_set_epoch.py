@@ -11,11 +11,10 @@ from typing import Union
 
 import libcst as cst
 
-from accel_lint.facts import CallSite
+from accel_lint.facts import DATALOADER, CallSite
 from accel_lint.names import LOCAL, Scope, qualified_names, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
 from accel_lint.rules._distributed import (
-    DATALOADER,
     DISTRIBUTED_SAMPLER,
     CallIndex,
     argument_for,

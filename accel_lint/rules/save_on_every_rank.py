@@ -8,13 +8,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from accel_lint.facts import CallSite, Guard
+from accel_lint.facts import DDP, INIT_PROCESS_GROUP, CallSite, Guard
 from accel_lint.names import BindingKind, Scope, qualified_names, resolves_to, spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
 from accel_lint.rules._distributed import (
-    DDP,
     GET_RANK,
-    INIT_PROCESS_GROUP,
     IS_INITIALIZED,
     AttributeAssignments,
     CallIndex,

@@ -11,9 +11,8 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
-from accel_lint.facts import FileFacts
+from accel_lint.facts import DATALOADER, FileFacts
 from accel_lint.names import Scope, resolves_to
-from accel_lint.rules._dataloader import DATALOADER
 from accel_lint.rules.data_parallel.plan import Plan
 from accel_lint.rules.data_parallel.region import Region
 from accel_lint.rules.data_parallel.shape import (
