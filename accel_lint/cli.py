@@ -6,7 +6,6 @@ without `--apply`, fixes are pending), 2 usage or configuration error or a bug.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -19,15 +18,9 @@ import click
 from accel_lint import __version__
 from accel_lint.config import ConfigError, Selection, Settings, load_settings, parse_codes
 from accel_lint.engine import (
-    DecodeError,
     Diagnostic,
-    decode,
-    diagnostics,
-    parse_error,
-    rules_for,
-    skip_file,
 )
-from accel_lint.files import ReadError, discover, read_bytes
+from accel_lint.files import discover
 from accel_lint.report import FORMATS, render
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -88,6 +81,15 @@ def _selection_options(func: Any) -> Any:
     ):
         func = option(func)
     return func
+
+
+_jobs_option = click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes for linting (default: one per available CPU).",
+)
 
 
 def _common(
@@ -154,13 +156,7 @@ def main() -> None:
     help="Print the diff of the fixes instead of the findings, like `fix` without --apply; "
     "exit 1 when fixes are pending.",
 )
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Worker processes for linting (default: one per available CPU).",
-)
+@_jobs_option
 @click.pass_context
 def check(
     ctx: click.Context,
@@ -199,6 +195,7 @@ def check(
                 force_exclude=force_exclude,
                 no_cache=no_cache,
                 quiet=quiet,
+                jobs=jobs,
             )
         except SystemExit as exc:
             if exit_zero and exc.code == EXIT_FINDINGS:
@@ -296,6 +293,7 @@ def _internal_error(path: str, trace: str) -> None:
 @click.option(
     "--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 when a file was changed."
 )
+@_jobs_option
 def fix(
     paths: tuple[str, ...],
     select: str | None,
@@ -310,74 +308,50 @@ def fix(
     quiet: bool,
     apply_: bool,
     exit_non_zero_on_fix: bool,
+    jobs: int | None,
 ) -> None:
     """Fix PATHS: print the unified diff, or write it with --apply."""
-    del no_cache
     common = _common(
         paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename
     )
     settings = common.settings
-    from accel_lint.fixer import FixOutcome, fix_source, write_atomic
+    from accel_lint.fixer import write_atomic
+    from accel_lint.lint import FixReport, fix_bytes, fix_paths
 
-    out = sys.stdout
-    remaining: list[Diagnostic] = []
-    changed_files = 0
-    fixed_count = 0
-    bugs = 0
+    reports: list[FixReport]
     if common.stdin:
-        targets = [common.stdin_filename or "-"]
+        reports = [fix_bytes(common.stdin_filename or "-", sys.stdin.buffer.read(), settings)]
     else:
         targets = discover(common.paths, settings, force_exclude=force_exclude)
-    for path in targets:
-        try:
-            data = sys.stdin.buffer.read() if common.stdin else read_bytes(path)
-        except ReadError as exc:
-            remaining.append(parse_error(path, f"cannot read file: {exc}"))
-            continue
-        if skip_file(data):
-            if common.stdin and apply_:
-                out.write(data.decode("utf-8", "replace"))
-            continue
-        try:
-            source = decode(data)
-        except DecodeError as exc:
-            remaining.append(parse_error(path, str(exc)))
-            continue
-        try:
-            rules = rules_for(settings.codes_for(path), data)
-            outcome: FixOutcome = fix_source(
-                path, source, settings, rules, unsafe=settings.unsafe_fixes
-            )
-        except Exception:
-            import traceback
-
-            _internal_error(path, traceback.format_exc())
+        reports = fix_paths(targets, settings, use_cache=not no_cache, jobs=jobs)
+    remaining: list[Diagnostic] = []
+    changed_files = fixed_count = bugs = 0
+    for report in reports:
+        if report.internal_error is not None:
+            _internal_error(report.path, report.internal_error)
             bugs += 1
             continue
-        if outcome.error is not None:
-            click.echo(f"accel-lint: error: {path}: {outcome.error}", err=True)
+        if report.error is not None:
+            click.echo(f"accel-lint: error: {report.path}: {report.error}", err=True)
             bugs += 1
-        if outcome.remaining is not None:
-            remaining.extend(diagnostics(outcome.remaining))
+        remaining.extend(report.remaining)
         if common.stdin and apply_:
-            out.write(outcome.fixed_text)
-            fixed_count += len(outcome.applied)
+            # the bytes as they are, so encoding, BOM and line endings pass through
+            _write_bytes(sys.stdout, report.original if report.fixed is None else report.fixed)
+            fixed_count += report.applied
             continue
-        if not outcome.changed:
-            continue
-        new_bytes = source.encode(outcome.fixed_text)
-        if new_bytes == data:
+        if report.fixed is None:
             continue
         changed_files += 1
-        fixed_count += len(outcome.applied)
-        if apply_:
-            try:
-                write_atomic(Path(path), new_bytes)
-            except OSError as exc:
-                click.echo(f"accel-lint: error: {path}: cannot write: {exc.strerror}", err=True)
-                bugs += 1
-        else:
-            out.write(unified_diff(path, source.text, outcome.fixed_text))
+        fixed_count += report.applied
+        if not apply_:
+            sys.stdout.write(report.diff)
+            continue
+        try:
+            write_atomic(Path(report.path), report.fixed)
+        except OSError as exc:
+            click.echo(f"accel-lint: error: {report.path}: cannot write: {exc.strerror}", err=True)
+            bugs += 1
     if not quiet:
         _fix_summary(apply_, fixed_count, changed_files, remaining, settings, common.stdin)
     if bugs:
@@ -391,17 +365,14 @@ def fix(
     sys.exit(EXIT_OK)
 
 
-def unified_diff(path: str, old: str, new: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=f"a/{path}",
-        tofile=f"b/{path}",
-    )
-    text = ""
-    for line in lines:
-        text += line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
-    return text
+def _write_bytes(stream: Any, data: bytes) -> None:
+    stream.flush()
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:  # a text-only stream (an embedding test harness)
+        stream.write(data.decode("utf-8", "replace"))
 
 
 def _fix_summary(

@@ -5,10 +5,15 @@ diagnostics. A failure in one file never stops the others.
 come from the result cache (`accel_lint.cache`), the rest are linted in worker
 processes (`accel_lint.parallel`) when there are enough of them to pay for the
 pool, and the reports come back in input order either way.
+
+`fix_paths` is what `fix` runs: the same cached, parallel lint first, then the
+fix loop only for the files with a fix to apply (a few in a large tree), again
+in workers.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import traceback
 from collections.abc import Sequence
@@ -27,6 +32,7 @@ from accel_lint.engine import (
     skip_file,
 )
 from accel_lint.files import ReadError, read_bytes
+from accel_lint.fixer import fix_source
 from accel_lint.parallel import available_cpus, map_ordered
 
 # Below this many files to lint, forking workers costs more than it saves.
@@ -75,7 +81,7 @@ def _lint_hashed(path: str, settings: Settings, with_edits: bool) -> tuple[FileR
 _worker_state: tuple[Settings, bool] | None = None
 
 
-def _init_worker(settings: Settings, with_edits: bool) -> None:
+def _init_worker(settings: Settings, with_edits: bool = False) -> None:
     global _worker_state
     _worker_state = (settings, with_edits)
 
@@ -84,6 +90,10 @@ def _worker_task(path: str) -> tuple[FileReport, str | None]:
     assert _worker_state is not None
     settings, with_edits = _worker_state
     return _lint_hashed(path, settings, with_edits)
+
+
+def _workers(jobs: int | None) -> int:
+    return available_cpus() if jobs is None else max(1, jobs)
 
 
 def lint_paths(
@@ -120,7 +130,7 @@ def lint_paths(
     # and hash what they linted, so an edit made meanwhile is never cached under
     # the old content.
     paths = [files[i] for i in todo]
-    workers = available_cpus() if jobs is None else max(1, jobs)
+    workers = _workers(jobs)
     if workers > 1 and len(paths) >= PARALLEL_MIN_FILES:
         outcomes = map_ordered(
             _worker_task,
@@ -151,3 +161,104 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+@dataclass
+class FixReport:
+    path: str
+    original: bytes = b""
+    fixed: bytes | None = None  # the new bytes; None: the file stays as it is
+    diff: str = ""
+    applied: int = 0  # findings fixed
+    remaining: list[Diagnostic] = field(default_factory=list)
+    error: str | None = None  # the fixer gave up (no convergence, unparsable result)
+    internal_error: str | None = None  # a bug of ours, with the traceback
+
+
+def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
+    report = FixReport(path, data)
+    if skip_file(data):
+        return report
+    try:
+        source = decode(data)
+    except DecodeError as exc:
+        report.remaining.append(parse_error(path, str(exc)))
+        return report
+    try:
+        rules = rules_for(settings.codes_for(path), data)
+        outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
+        if outcome.remaining is not None:
+            report.remaining = diagnostics(outcome.remaining)
+    except Exception:
+        report.internal_error = traceback.format_exc()
+        return report
+    report.error = outcome.error
+    if outcome.changed:
+        fixed = source.encode(outcome.fixed_text)
+        if fixed != data:
+            report.fixed = fixed
+            report.applied = len(outcome.applied)
+            report.diff = unified_diff(path, source.text, outcome.fixed_text)
+    return report
+
+
+def _fix_file(path: str, settings: Settings) -> FixReport:
+    try:
+        data = read_bytes(path)
+    except ReadError as exc:
+        return FixReport(path, remaining=[parse_error(path, f"cannot read file: {exc}")])
+    return fix_bytes(path, data, settings)
+
+
+def _fix_task(path: str) -> FixReport:
+    assert _worker_state is not None
+    return _fix_file(path, _worker_state[0])
+
+
+def _fixable(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    return diagnostic.has_fix and (unsafe or diagnostic.fix_safety == "safe")
+
+
+def fix_paths(
+    files: Sequence[str], settings: Settings, *, use_cache: bool = True, jobs: int | None = None
+) -> list[FixReport]:
+    """Reports in input order; nothing is written. A file whose (cached) findings
+    offer no applicable fix is not analysed again: its findings are what remains."""
+    reports = [
+        FixReport(r.path, remaining=r.diagnostics, internal_error=r.internal_error)
+        for r in lint_paths(files, settings, use_cache=use_cache, jobs=jobs)
+    ]
+    todo = [
+        i
+        for i, r in enumerate(reports)
+        if r.internal_error is None and any(_fixable(d, settings.unsafe_fixes) for d in r.remaining)
+    ]
+    paths = [reports[i].path for i in todo]
+    workers = _workers(jobs)
+    if workers > 1 and len(paths) >= PARALLEL_MIN_FILES:
+        fixed = map_ordered(
+            _fix_task,
+            paths,
+            [_size(p) for p in paths],
+            jobs=workers,
+            initializer=_init_worker,
+            initargs=(settings,),
+        )
+    else:
+        fixed = [_fix_file(p, settings) for p in paths]
+    for index, report in zip(todo, fixed):
+        reports[index] = report
+    return reports
+
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    )
+    text = ""
+    for line in lines:
+        text += line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
+    return text

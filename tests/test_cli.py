@@ -380,6 +380,65 @@ def test_fix_apply_writes_and_reports_what_remains(project: Path) -> None:
     assert run("check", "train.py", cwd=project).returncode == 0
 
 
+def test_fix_over_a_tree_in_workers_keeps_input_order(tmp_path: Path) -> None:
+    # 12 files (enough to fork workers), every third one fixable, in nested folders
+    expected = []
+    for index in range(12):
+        folder = tmp_path / f"pkg{index % 3}"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"train_{index:02}.py"
+        fixable = index % 3 == 0
+        path.write_text(TRAIN if fixable else "import torch\nx = torch.zeros(3)\n")
+        if fixable:
+            expected.append(f"--- a/{path.relative_to(tmp_path).as_posix()}")
+    expected.sort()
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.py")}
+    result = run("fix", ".", "--select", "ACL102", "-j", "2", cwd=tmp_path)
+    assert result.returncode == 1
+    assert [line for line in result.stdout.splitlines() if line.startswith("--- ")] == expected
+    assert "Would fix 4 findings in 4 files." in result.stderr
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.py")} == before
+
+    applied = run("fix", ".", "--select", "ACL102", "-j", "2", "--apply", cwd=tmp_path)
+    assert applied.returncode == 0, applied.stderr
+    changed = sorted(p for p, t in before.items() if p.stat().st_mtime_ns != t)
+    assert [f"--- a/{p.relative_to(tmp_path).as_posix()}" for p in changed] == expected
+    assert all("pin_memory=True" in p.read_text() for p in changed)
+
+
+def test_fix_after_a_cached_check_still_fixes(project: Path) -> None:
+    # `check` fills the cache; `fix` reads it to skip files with nothing to fix,
+    # and must still find, fix and then re-lint the ones that do
+    assert run("check", "train.py", cwd=project).returncode == 1
+    result = run("fix", "--apply", "--unsafe-fixes", "train.py", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "Fixed 2 findings in 1 file." in result.stderr
+    assert run("check", "train.py", cwd=project).returncode == 0
+    assert run("fix", "train.py", cwd=project).returncode == 0
+
+
+def test_stdin_fix_passes_bytes_through(tmp_path: Path) -> None:
+    # BOM and CRLF survive the round trip through standard input
+    source = ("\ufeff" + TRAIN).replace("\n", "\r\n").encode("utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "accel_lint", "fix", "--apply", "-", "--select", "ACL102"],
+        cwd=tmp_path,
+        input=source,
+        capture_output=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == source.replace(b"batch_size=8)", b"batch_size=8, pin_memory=True)")
+    clean = subprocess.run(
+        [sys.executable, "-m", "accel_lint", "fix", "--apply", "-", "--select", "ACL102"],
+        cwd=tmp_path,
+        input=result.stdout,
+        capture_output=True,
+        timeout=60,
+    )
+    assert clean.stdout == result.stdout
+
+
 def test_exit_non_zero_on_fix(project: Path) -> None:
     result = run(
         "fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "train.py", cwd=project
