@@ -64,7 +64,7 @@ class Run:
     checkpoint: Path
 
 
-def _run(script: str, tmp: Path, name: str, torchrun: bool) -> Run:
+def _run(script: str, tmp: Path, name: str, torchrun: bool, args: list[str] = ARGS) -> Run:
     work = tmp / name
     work.mkdir()
     (work / "train.py").write_text(script, encoding="utf-8")
@@ -80,7 +80,7 @@ def _run(script: str, tmp: Path, name: str, torchrun: bool) -> Run:
         "ACCEL_LINT_SAVE_LOG": str(log),
     }
     launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    cmd = [sys.executable, *(launcher if torchrun else []), "train.py", *ARGS]
+    cmd = [sys.executable, *(launcher if torchrun else []), "train.py", *args]
     result = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=240)
     saves = log.read_text().splitlines() if log.exists() else []
     return Run(result, saves, work / "checkpoint.pt")
@@ -141,6 +141,58 @@ def test_two_processes_train_the_model_the_original_trains(runs: dict[str, Run])
         torch.testing.assert_close(after[name], value, rtol=1e-4, atol=1e-4, msg=name)
 
 
+# -- real scripts' shapes, migrated and run -------------------------------------------
+
+CASES = ROOT / "tests" / "cases"
+# the case files run on CPU as they are; one epoch, so rank 0 saves exactly once
+SHAPES = {
+    # kuangliu/pytorch-cifar main.py: module level, the wrap in `if device == "cuda":`
+    "wrap_in_if": (["--epochs", "1", "--out", "ckpt"], "ckpt/ckpt.pth"),
+    # clovaai/CutMix-PyTorch train.py: `main()`, the dataset built in the loader call
+    "dataset_in_call": (["--epochs", "1"], "runs/run/checkpoint.pth.tar"),
+}
+# what the scripts write besides the checkpoint (the best one's copy, by rank 0)
+ALSO_WRITTEN = {"dataset_in_call": "runs/run/model_best.pth.tar"}
+
+
+@pytest.fixture(scope="module")
+def shape_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Run]:
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("shapes")
+    out: dict[tuple[str, str], Run] = {}
+    for shape, (args, _) in SHAPES.items():
+        original = (CASES / f"ACL401_{shape}.py").read_text(encoding="utf-8")
+        # the reviewed snapshot of the migration (tests/test_cases.py keeps it current)
+        migrated = (CASES / f"ACL401_{shape}.fixed.py").read_text(encoding="utf-8")
+        for kind, script, torchrun in [
+            ("original", original, False),
+            ("python", migrated, False),
+            ("torchrun", migrated, True),
+        ]:
+            out[shape, kind] = _run(script, tmp, f"{shape}-{kind}", torchrun, args)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_real_shapes_run_migrated_under_torchrun_and_python(
+    shape: str, shape_runs: dict[tuple[str, str], Run]
+) -> None:
+    checkpoint = SHAPES[shape][1]
+    original = shape_runs[shape, "original"]
+    _succeeded(original)
+    assert original.saves == [f"none {checkpoint}"]
+    for kind in ("python", "torchrun"):
+        run = shape_runs[shape, kind]
+        _succeeded(run)
+        # every process trained, one saved
+        assert run.saves == [f"0 {checkpoint}"], kind
+        work = run.checkpoint.parent
+        assert (work / checkpoint).exists()
+        if shape in ALSO_WRITTEN:
+            assert (work / ALSO_WRITTEN[shape]).read_bytes() == (work / checkpoint).read_bytes()
+
+
 # -- the shapes the codemod refuses -------------------------------------------------
 
 SCRIPT = """\
@@ -194,6 +246,13 @@ NO_FIX = [
         id="not-assigned",
     ),
     pytest.param(
+        _variant(WRAP, "model = nn.DataParallel(nn.Linear(4, 1).cuda(), range(ngpu))\n")
+        .replace("dataset = ", "ngpu = 2\ndataset = ")
+        .replace("batch_size=16", "batch_size=16 * ngpu"),
+        "`ngpu` picks the devices and is also used elsewhere (`loader = DataLoader(",
+        id="device-count-scales-batch",
+    ),
+    pytest.param(
         _variant(WRAP, "model = nn.DataParallel(nn.Linear(4, 1).cuda(), dim=1)\n"),
         "DataParallel splits batches along `dim=1`",
         id="dim",
@@ -218,13 +277,26 @@ NO_FIX = [
     pytest.param(
         _variant(
             WRAP,
-            "model = nn.Linear(4, 1).cuda()\n"
+            "model = nn.Linear(4, 1)\n"
             "if torch.cuda.device_count() > 1:\n"
+            "    model.cuda()\n"
             "    model = nn.DataParallel(model)\n"
-            "    print('wrapped')\n",
+            "    print(model)\n",
         ),
-        "statements follow the wrap inside its `if`",
-        id="after-wrap-in-if",
+        "statements inside the `if` around the wrap must run before it, and others after "
+        "it (`print(model)`)",
+        id="around-wrap-in-if",
+    ),
+    pytest.param(
+        _variant(
+            WRAP,
+            "model = nn.Linear(4, 1).cuda()\n"
+            "if isinstance(model, nn.Linear):\n"
+            "    model = nn.DataParallel(model)\n"
+            "    print(model)\n",
+        ),
+        "the test of the `if` around the wrap reads the model (`model`)",
+        id="test-reads-model",
     ),
     pytest.param(
         _variant(
@@ -302,8 +374,8 @@ NO_FIX = [
     ),
     pytest.param(
         _variant(LOADER, "loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=16)\n"),
-        "the dataset of `loader` is built in the call; bind it to a name first",
-        id="inline-dataset",
+        "the dataset of `loader` is built in the call, and the name `dataset` is taken",
+        id="inline-dataset-name-taken",
     ),
     pytest.param(
         _variant(LOADER, "loader = DataLoader(dataset)\n"),
@@ -567,3 +639,95 @@ def test_a_model_moved_after_the_wrap_is_moved_before_it() -> None:
     ) in migrated
     # moved first: wrapped as it is
     assert "DistributedDataParallel(\n    nn.Linear(4, 1).cuda(),\n" in migrate(SCRIPT)
+
+
+def test_a_device_count_that_only_picks_devices_is_dropped() -> None:
+    text = SCRIPT.replace("dataset = ", "ngpu = 2\ndataset = ").replace(
+        WRAP,
+        "model = nn.Linear(4, 1).cuda()\n"
+        "if ngpu > 1:\n"
+        "    model = nn.DataParallel(model, device_ids=list(range(ngpu)))\n",
+    )
+    migrated = migrate(text)
+    assert (
+        "model = nn.Linear(4, 1).cuda()\n"
+        "model = nn.parallel.DistributedDataParallel(\n"
+        "    model, device_ids=[local_rank] if torch.cuda.is_available() else None\n"
+        ")\noptimizer"
+    ) in migrated
+    assert "if ngpu > 1:" not in migrated
+
+
+def test_the_wrap_leaves_its_if_and_the_rest_stays() -> None:
+    text = SCRIPT.replace(
+        WRAP,
+        "model = nn.Linear(4, 1).cuda()\n"
+        "# several devices\n"
+        "if torch.cuda.device_count() > 1:\n"
+        "    model = nn.DataParallel(model)\n"
+        "    torch.backends.cudnn.benchmark = True\n",
+    )
+    assert (
+        "model = nn.Linear(4, 1).cuda()\n"
+        "# several devices\n"
+        "model = nn.parallel.DistributedDataParallel(\n"
+        "    model, device_ids=[local_rank] if torch.cuda.is_available() else None\n"
+        ")\n"
+        "if torch.cuda.device_count() > 1:\n"
+        "    torch.backends.cudnn.benchmark = True\n"
+        "optimizer"
+    ) in migrate(text)
+
+
+def test_a_chain_after_the_wrap_runs_on_the_model() -> None:
+    text = SCRIPT.replace(WRAP, 'model = nn.DataParallel(nn.Linear(4, 1)).train().to("cuda")\n')
+    assert (
+        "model = nn.parallel.DistributedDataParallel(\n"
+        '    nn.Linear(4, 1).train().to("cuda"),\n'
+        "    device_ids=[local_rank] if torch.cuda.is_available() else None,\n"
+        ")\n"
+    ) in migrate(text)
+
+
+def test_a_dataset_built_in_the_call_is_bound_first_keeping_its_layout() -> None:
+    text = SCRIPT.replace("dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))\n", "")
+    text = text.replace(
+        LOADER,
+        "# the training data\n"
+        "train_loader = DataLoader(\n"
+        "    TensorDataset(\n"
+        "        torch.randn(64, 4),  # inputs\n"
+        "        torch.randn(64, 1),\n"
+        "    ),\n"
+        "    batch_size=16, shuffle=True)\n",
+    ).replace("in loader:", "in train_loader:")
+    assert (
+        "# the training data\n"
+        "train_dataset = TensorDataset(\n"
+        "    torch.randn(64, 4),  # inputs\n"
+        "    torch.randn(64, 1),\n"
+        ")\n"
+        "train_sampler = DistributedSampler(train_dataset, shuffle=True)\n"
+        "train_loader = DataLoader(\n"
+        "    train_dataset,\n"
+        "    batch_size=16 // world_size, sampler=train_sampler)\n"
+    ) in migrate(text)
+
+
+def test_directories_every_process_makes_tolerate_each_other() -> None:
+    text = SCRIPT + (
+        "if not os.path.isdir('out'):\n"
+        "    os.mkdir('out')\n"
+        "os.makedirs('out/a', 0o755)\n"
+        "os.makedirs('out/b', exist_ok=False)\n"
+        "torch.save(model.state_dict(), 'out/model.pt')\n"
+    )
+    migrated = migrate("import os\n" + text)
+    assert (
+        "if not os.path.isdir('out'):\n"
+        "    os.makedirs('out', exist_ok=True)\n"
+        "os.makedirs('out/a', 0o755, exist_ok=True)\n"
+        "os.makedirs('out/b', exist_ok=False)\n"
+        "if rank == 0:\n"
+        "    torch.save(model.state_dict(), 'out/model.pt')\n"
+    ) in migrated

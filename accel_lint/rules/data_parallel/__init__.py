@@ -5,7 +5,8 @@ The fix is a codemod in small steps, each a pure function from the surveyed
 `Shape` of the script to a `Plan` of edits (one module per concern):
 `process_group` (set up from torchrun's environment, destroy at the end),
 `wrap` (DataParallel -> DistributedDataParallel), `samplers` (DistributedSampler,
-per-process batch, `set_epoch`), `rank_zero` (saves and prints from rank 0).
+per-process batch, `set_epoch`), `rank_zero` (saves and prints from rank 0),
+`directories` (directories every process may create).
 `plan.to_fix` composes them into one `Fix`.
 """
 
@@ -15,6 +16,7 @@ import libcst as cst
 
 from accel_lint.names import Scope, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rules.data_parallel.directories import tolerate_existing
 from accel_lint.rules.data_parallel.equivalence import equivalence
 from accel_lint.rules.data_parallel.plan import merge, to_fix
 from accel_lint.rules.data_parallel.process_group import set_up_and_tear_down
@@ -106,10 +108,12 @@ class DataParallel(Rule):
                 wrap_in_ddp(shape),
                 shard_training_data(shape),
                 only_rank_zero(shape),
+                tolerate_existing(shape),
                 shape.names.imports,
             ]
         )
         devices = shape.wrap.devices
-        launch = f"torchrun --nproc_per_node={devices if devices else '<GPUs>'}"
+        count = devices if devices is not None and devices.isdigit() else "<GPUs>"
+        launch = f"torchrun --nproc_per_node={count}"
         message = f"Migrate to DistributedDataParallel (launch with `{launch}`)"
         return to_fix(shape.tree, plan, message, self.fix_safety)

@@ -7,8 +7,6 @@ random numbers drawn while loading a sample."""
 
 from __future__ import annotations
 
-import libcst as cst
-
 from accel_lint.facts import FileFacts
 from accel_lint.names import qualified_names
 from accel_lint.rule import Equivalence
@@ -43,12 +41,8 @@ _RANDOM = ("random.", "numpy.random.", "torch.rand", "torch.normal", "torch.bern
 
 
 def equivalence(shape: Shape, facts: FileFacts) -> Equivalence:
-    for loader in shape.loaders:
-        shuffle = loader.shuffle
-        if shuffle is not None and not (
-            isinstance(shuffle.value, cst.Name) and shuffle.value.value == "False"
-        ):
-            return Equivalence.STATISTICAL
+    if any(loader.shuffle != "False" for loader in shape.loaders):
+        return Equivalence.STATISTICAL
     for site in facts.calls:
         names = qualified_names(site.node.func, site.scope)
         if any(_per_rank(n) for n in names):

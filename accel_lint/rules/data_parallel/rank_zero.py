@@ -1,8 +1,9 @@
-"""Checkpoints and prints come from rank 0 only: consecutive such lines share one
-`if rank == 0:` (`dist.get_rank() == 0` in helper functions, where the block's
-`rank` is not visible). A line whose arguments may need every process (a forward
-of the model, torch.distributed, a function of the file) is not limited: a
-print keeps running everywhere, and a save makes the script beyond the codemod.
+"""Checkpoints (and copies of them) and prints come from rank 0 only: consecutive
+such lines share one `if rank == 0:` (`dist.get_rank() == 0` in helper
+functions, where the block's `rank` is not visible). A line whose arguments may
+need every process (a forward of the model, torch.distributed, a function of
+the file) is not limited: a print keeps running everywhere, and a save makes
+the script beyond the codemod.
 
 `rank_zero_lines` surveys; `only_rank_zero` is the step.
 """
@@ -21,6 +22,11 @@ from accel_lint.rules.data_parallel.shape import NoFix, RankZero, Shape, line_of
 from accel_lint.rules.data_parallel.tree import Tree, calls_in
 
 TORCH_SAVE = frozenset({"torch.save", "torch.serialization.save"})
+# copies of a checkpoint (`shutil.copyfile(path, "model_best.pth")`): on another rank
+# they would race with the save they copy
+COPIES = frozenset(
+    {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.copytree", "shutil.move"}
+)
 PRINT = frozenset({"builtins.print"})
 
 
@@ -30,7 +36,7 @@ def rank_zero_lines(
     """`torch.save(...)` and `print(...)` lines that run once the process group exists."""
     found: list[RankZero] = []
     for site in region.sites:
-        is_save = resolves_to(site.node.func, site.scope, TORCH_SAVE)
+        is_save = resolves_to(site.node.func, site.scope, TORCH_SAVE | COPIES)
         if not is_save and not resolves_to(site.node.func, site.scope, PRINT):
             continue
         if is_guarded_to_one_process(site.guards, site.scope, facts):

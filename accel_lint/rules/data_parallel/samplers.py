@@ -13,7 +13,7 @@ import libcst as cst
 from accel_lint.edits import add_keyword, code_for, keyword_arg
 from accel_lint.facts import DATALOADER, FileFacts
 from accel_lint.names import Scope, resolves_to
-from accel_lint.rules.data_parallel.plan import Plan
+from accel_lint.rules.data_parallel.plan import Plan, Statement
 from accel_lint.rules.data_parallel.region import Region
 from accel_lint.rules.data_parallel.shape import (
     EpochLoop,
@@ -24,7 +24,13 @@ from accel_lint.rules.data_parallel.shape import (
     is_none,
     local_function,
 )
-from accel_lint.rules.data_parallel.source import expression, fits, split_call, statements
+from accel_lint.rules.data_parallel.source import (
+    expression,
+    fits,
+    hoisted,
+    split_call,
+    statements,
+)
 from accel_lint.rules.data_parallel.tree import Block, Tree, calls_in, descendants, method_name
 
 _PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler")
@@ -46,7 +52,8 @@ def training_loaders(
         epoch_loops = _epoch_loops_training(name, facts, tree, block, scope, region)
         if not epoch_loops:
             continue  # an evaluation loader: every process keeps the whole dataset
-        loader = _loader(site.node, name, tree, scope, {x.sampler for x in loaders})
+        taken = {n for x in loaders for n in (x.sampler, x.dataset_name) if n is not None}
+        loader = _loader(site.node, name, tree, scope, taken)
         if len(scope.lookup(name) or []) != 1:
             raise NoFix(f"the training loader `{name}` is assigned more than once")
         for loop in epoch_loops:
@@ -176,26 +183,39 @@ def _loader(call: cst.Call, name: str, tree: Tree, scope: Scope, taken: set[str]
     if shuffle is not None and shuffle.keyword is None and positional[-1] is not shuffle:
         raise NoFix(f"`{name}` passes arguments after `shuffle` by position")
     dataset = given.get("dataset")
-    if dataset is None or not isinstance(dataset.value, (cst.Name, cst.Attribute)):
-        raise NoFix(f"the dataset of `{name}` is built in the call; bind it to a name first")
+    if dataset is None:
+        raise NoFix(f"`{name}` has no dataset")
+    dataset_name = None
+    if not isinstance(dataset.value, (cst.Name, cst.Attribute)):
+        # the sampler needs the dataset too: a line before the loader's binds it
+        dataset_name = _derived(name, "dataset")
+        if scope.lookup(dataset_name) is not None or dataset_name in taken:
+            raise NoFix(
+                f"the dataset of `{name}` is built in the call, and the name "
+                f"`{dataset_name}` is taken"
+            )
     batch_size = given.get("batch_size")
     if batch_size is None or is_none(batch_size.value):
         raise NoFix(f"`{name}` has no batch size to divide among the processes")
-    sampler = _sampler_name(name)
+    sampler = _derived(name, "sampler")
     if scope.lookup(sampler) is not None or sampler in taken:
         raise NoFix(f"the script already uses the name `{sampler}`")
+    order = code_for(shuffle.value) if shuffle is not None else "False"
     depth = depth_of(statement, tree)
-    return TrainingLoader(call, statement, name, dataset.value, batch_size, shuffle, sampler, depth)
+    return TrainingLoader(
+        call, statement, name, dataset, dataset_name, batch_size, order, shuffle, sampler, depth
+    )
 
 
-def _sampler_name(loader: str) -> str:
-    """`train_loader` -> `train_sampler`, `loader` -> `sampler`, `batches` -> `batches_sampler`."""
+def _derived(loader: str, kind: str) -> str:
+    """`train_loader` -> `train_sampler`, `trainloader` -> `trainsampler`, `loader` ->
+    `sampler`, `batches` -> `batches_sampler` (`kind` is "sampler" or "dataset")."""
     for suffix in ("dataloader", "loader", "dl"):
         if loader == suffix:
-            return "sampler"
-        if loader.endswith("_" + suffix):
-            return loader[: -len(suffix)] + "sampler"
-    return f"{loader}_sampler"
+            return kind
+        if loader.endswith("_" + suffix) or (suffix != "dl" and loader.endswith(suffix)):
+            return loader[: -len(suffix)] + kind
+    return f"{loader}_{kind}"
 
 
 def _epoch_loop(loop: cst.For, samplers: list[str], scope: Scope) -> EpochLoop:
@@ -218,16 +238,20 @@ def _epoch_loop(loop: cst.For, samplers: list[str], scope: Scope) -> EpochLoop:
 def shard_training_data(shape: Shape) -> Plan:
     plan = Plan()
     for loader in shape.loaders:
-        shuffle = code_for(loader.shuffle.value) if loader.shuffle is not None else "False"
-        dataset = code_for(loader.dataset)
-        sampler = statements(
-            f"{loader.sampler} = {shape.names.sampler}({dataset}, shuffle={shuffle})\n",
-            shape.module,
-        )[0]
-        # comments above the loader now introduce the sampler and the loader together
-        plan.insert_before(
-            loader.statement, [sampler.with_changes(leading_lines=loader.statement.leading_lines)]
+        new: list[Statement] = []
+        dataset = code_for(loader.dataset.value)
+        if loader.dataset_name is not None:
+            new.append(_bind_dataset(loader, shape))
+            dataset = loader.dataset_name
+        new.extend(
+            statements(
+                f"{loader.sampler} = {shape.names.sampler}({dataset}, shuffle={loader.shuffle})\n",
+                shape.module,
+            )
         )
+        # comments above the loader now introduce the new lines and the loader together
+        new[0] = new[0].with_changes(leading_lines=loader.statement.leading_lines)
+        plan.insert_before(loader.statement, new)
         plan.rewrite(loader.statement, lambda node: node.with_changes(leading_lines=()))
         plan.rewrite(
             loader.statement,
@@ -245,18 +269,33 @@ def shard_training_data(shape: Shape) -> Plan:
     return plan
 
 
+def _bind_dataset(loader: TrainingLoader, shape: Shape) -> cst.SimpleStatementLine:
+    """`train_dataset = <the dataset expression>`, laid out as it was in the call."""
+    assert loader.dataset_name is not None
+    prefix = f"{loader.dataset_name} = "
+    value = hoisted(loader.statement, loader.dataset.value, prefix)
+    line = statements(f"{prefix}None\n", shape.module)[0]
+    assert isinstance(line, cst.SimpleStatementLine)
+    assign = line.body[0]
+    assert isinstance(assign, cst.Assign)
+    return line.with_changes(body=[assign.with_changes(value=value)])
+
+
 def _sharded(loader: TrainingLoader, shape: Shape) -> cst.Call:
     """The loader call with `batch_size // world_size` and `sampler=` (in place of
-    `shuffle=`)."""
+    `shuffle=`), and the dataset's new name."""
     call = loader.call
     args = list(call.args)
+    if loader.dataset_name is not None:
+        at = args.index(loader.dataset)
+        args[at] = args[at].with_changes(value=cst.Name(loader.dataset_name))
     at = args.index(loader.batch_size)
     value = loader.batch_size.value
     text = code_for(value) if isinstance(value, _ATOMS) else f"({code_for(value)})"
     args[at] = args[at].with_changes(value=expression(f"{text} // world_size"))
-    if loader.shuffle is None:
+    if loader.shuffle_arg is None:
         return add_keyword(call.with_changes(args=args), "sampler", loader.sampler)
-    at = args.index(loader.shuffle)
+    at = args.index(loader.shuffle_arg)
     args[at] = keyword_arg("sampler", loader.sampler).with_changes(comma=args[at].comma)
     return call.with_changes(args=args)
 
@@ -264,12 +303,40 @@ def _sharded(loader: TrainingLoader, shape: Shape) -> cst.Call:
 def _with_call(
     statement: cst.SimpleStatementLine, call: cst.Call, depth: int, shape: Shape
 ) -> cst.SimpleStatementLine:
-    """`loader = <call>` with the new call, split over lines if it got too long."""
+    """`loader = <call>` with the new call, split over lines if it got too long: one
+    line as black would; a call already over several lines, before `sampler=`."""
     assign = statement.body[0]
     assert isinstance(assign, cst.Assign)
     line = code_for(
         statement.with_changes(body=[assign.with_changes(value=call)], leading_lines=())
     )
-    if "\n" not in line.rstrip("\n") and not fits(line.rstrip("\n"), depth, shape.module):
-        call = split_call(call, shape.module, depth)
+    lines = line.rstrip("\n").split("\n")
+    if len(lines) == 1:
+        if not fits(lines[0], depth, shape.module):
+            call = split_call(call, shape.module, depth)
+    else:
+        old = code_for(statement.with_changes(leading_lines=())).rstrip("\n").split("\n")
+        longest = max(len(x) for x in old)
+        if any(len(x) > longest and not fits(x, depth, shape.module) for x in lines):
+            call = _break_before(call, "sampler")
     return statement.with_changes(body=[assign.with_changes(value=call)])
+
+
+def _break_before(call: cst.Call, keyword: str) -> cst.Call:
+    """`call` with a line break before its `keyword=` argument, indented as the
+    call's other continuation lines."""
+    args = list(call.args)
+    at = next(i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == keyword)
+    breaks = [
+        call.whitespace_before_args,
+        *(a.comma.whitespace_after for a in args[:-1] if isinstance(a.comma, cst.Comma)),
+    ]
+    newline = next((w for w in breaks if isinstance(w, cst.ParenthesizedWhitespace)), None)
+    if at == 0 or newline is None:
+        return call
+    comma = args[at - 1].comma
+    assert isinstance(comma, cst.Comma)
+    # the break's own comment and blank lines stay where they are
+    newline = newline.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+    args[at - 1] = args[at - 1].with_changes(comma=comma.with_changes(whitespace_after=newline))
+    return call.with_changes(args=args)

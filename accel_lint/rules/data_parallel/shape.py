@@ -43,15 +43,17 @@ class Reference:
 
 @dataclass(frozen=True)
 class Wrap:
-    """`model = DataParallel(model)`: the call, its line, the `if` it sits in."""
+    """`model = DataParallel(model)`: the call, its line, the `if`s it sits in."""
 
     call: cst.Call
     statement: cst.SimpleStatementLine
     target: str  # the name the wrapped model is bound to
-    guard: cst.If | None  # `if torch.cuda.device_count() > 1:` around it: the wrap leaves it
-    chained: cst.Call | None  # `DataParallel(model).to(device)`: the `.to(...)` call
+    # `if torch.cuda.device_count() > 1:` around it, innermost first: the wrap leaves them
+    guards: tuple[cst.If, ...]
+    before: bool  # the wrap goes before the outermost guard (else after it)
+    chained: cst.Call | None  # `DataParallel(model).eval().to(device)`: the outermost call
     module_arg: cst.Arg
-    devices: int | None  # how many devices a literal `device_ids` listed
+    devices: str | None  # how many devices `device_ids` lists (`2`, `args.num_gpus`)
     moved: bool  # the model is on its device before the wrap
 
 
@@ -62,10 +64,12 @@ class TrainingLoader:
     call: cst.Call
     statement: cst.SimpleStatementLine
     name: str
-    dataset: cst.BaseExpression
+    dataset: cst.Arg
+    dataset_name: str | None  # a dataset built in the call is bound to this name first
     batch_size: cst.Arg
-    shuffle: cst.Arg | None
-    sampler: str  # the name the new DistributedSampler gets
+    shuffle: str  # the order the sampler keeps: the loader's `shuffle=` (or "False")
+    shuffle_arg: cst.Arg | None  # `shuffle=...`: `sampler=` takes its place
+    sampler: str  # the name the DistributedSampler is bound to
     depth: int  # how many blocks deep its line is
 
 
@@ -112,6 +116,7 @@ class Shape:
     epoch_loops: tuple[EpochLoop, ...]
     rank_zero: tuple[RankZero, ...]
     references: tuple[cst.BaseExpression, ...]  # `isinstance(m, DataParallel)` operands
+    directories: tuple[cst.Call, ...]  # `os.mkdir(d)` calls every process now makes
     names: Names
 
 

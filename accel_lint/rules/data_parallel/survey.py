@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accel_lint.facts import CallSite, FileFacts
+from accel_lint.rules.data_parallel.directories import directory_calls
 from accel_lint.rules.data_parallel.process_group import check_devices, end_of, setup_position
 from accel_lint.rules.data_parallel.rank_zero import rank_zero_lines
 from accel_lint.rules.data_parallel.region import Region
@@ -53,5 +54,6 @@ def survey_script(
         epoch_loops=epoch_loops,
         rank_zero=rank_zero,
         references=renamed,
+        directories=directory_calls(region),
         names=names,
     )

@@ -1,6 +1,7 @@
 """The wrap: `model = DataParallel(model)` becomes `model = DistributedDataParallel(
-model, device_ids=...)`, out of any `if torch.cuda.device_count() > 1:` (every
-process must wrap), and `isinstance(m, DataParallel)` checks follow the new class.
+model, device_ids=...)`, out of the `if torch.cuda.device_count() > 1:` around it
+(every process must wrap; the rest of the `if` stays in it), and
+`isinstance(m, DataParallel)` checks follow the new class.
 
 `find_wrap` surveys it (and the anchor block the other steps work in);
 `wrap_in_ddp` is the step.
@@ -14,15 +15,25 @@ import libcst as cst
 
 from accel_lint.edits import code_for
 from accel_lint.facts import FileFacts, int_value, string_value
-from accel_lint.names import BindingKind, Scope, resolves_to
+from accel_lint.names import BindingKind, Scope, dotted_name, resolves_to
 from accel_lint.rules.data_parallel.plan import Plan
-from accel_lint.rules.data_parallel.shape import NoFix, Reference, Shape, Wrap, is_none, line_of
+from accel_lint.rules.data_parallel.shape import (
+    NoFix,
+    Reference,
+    Shape,
+    Wrap,
+    is_none,
+    line_of,
+    local_function,
+)
 from accel_lint.rules.data_parallel.source import expression, fits, split_call
-from accel_lint.rules.data_parallel.tree import Block, Tree
+from accel_lint.rules.data_parallel.tree import Block, Tree, descendants
 
 _PARAMS = ("module", "device_ids", "output_device", "dim")
 _DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _MOVES = frozenset({"to", "cuda"})
+# module methods that return the module itself: `DataParallel(m).eval().to(device)`
+_CHAIN = frozenset({"to", "cuda", "eval", "train", "float", "half", "double", "bfloat16"})
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 
 
@@ -30,12 +41,7 @@ def find_wrap(call: cst.Call, scope: Scope, tree: Tree, facts: FileFacts) -> tup
     """The wrap around `call`, and the anchor block: the body of the function (or
     the module, or its `if __name__ == "__main__":` block) that wraps the model."""
     statement = tree.statement(call)
-    chained: cst.Call | None = None
-    parent = tree.parent(call)
-    if isinstance(parent, cst.Attribute) and parent.attr.value in ("to", "cuda"):
-        outer = tree.parent(parent)
-        if isinstance(outer, cst.Call) and outer.func is parent:
-            chained = outer
+    chained = _chain_end(call, tree)
     if not (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
@@ -46,12 +52,61 @@ def find_wrap(call: cst.Call, scope: Scope, tree: Tree, facts: FileFacts) -> tup
     ):
         raise NoFix("the wrapped model is not assigned to a name (`model = DataParallel(model)`)")
     target = statement.body[0].targets[0].target.value
-    module_arg, devices = _arguments(call, scope)
-    block, guard = _anchor_block(statement, tree)
-    moved = chained is not None or _moved_first(module_arg.value, statement, scope, tree, facts)
-    wrap = Wrap(call, statement, target, guard, chained, module_arg, devices, moved)
+    module_arg, devices, count = _arguments(call, scope)
+    block, guards = _anchor_block(statement, tree)
+    if count is not None:
+        _count_only_picks_devices(count, tree, call, guards)
+    before = _placement(statement, guards, target, module_arg.value, scope, facts, tree)
+    moved = _chain_moves(chained, call) or _moved_first(
+        module_arg.value, statement, scope, tree, facts
+    )
+    wrap = Wrap(call, statement, target, guards, before, chained, module_arg, devices, moved)
     _model_built_here(wrap, scope)
     return wrap, block
+
+
+def _chain_end(call: cst.Call, tree: Tree) -> cst.Call | None:
+    """The last call of `DataParallel(model).eval().to(device)`: methods that return
+    the module they are called on, which may as well run before the wrap."""
+    end: cst.Call | None = None
+    node = call
+    while True:
+        attribute = tree.parent(node)
+        if not (
+            isinstance(attribute, cst.Attribute)
+            and attribute.value is node
+            and attribute.attr.value in _CHAIN
+        ):
+            return end
+        outer = tree.parent(attribute)
+        if not (isinstance(outer, cst.Call) and outer.func is attribute):
+            return end
+        end = node = outer
+
+
+def _chain_moves(chained: cst.Call | None, call: cst.Call) -> bool:
+    """Whether the chain after the wrap moves the model (`.to(...)`, `.cuda()`)."""
+    node: cst.BaseExpression | None = chained
+    while isinstance(node, cst.Call) and node is not call:
+        assert isinstance(node.func, cst.Attribute)
+        if node.func.attr.value in _MOVES:
+            return True
+        node = node.func.value
+    return False
+
+
+def _rechain(chained: cst.Call, call: cst.Call, model: cst.BaseExpression) -> cst.Call:
+    """The chain with the model in place of `DataParallel(model)`."""
+    func = chained.func
+    assert isinstance(func, cst.Attribute)
+    if func.value is call:
+        inner: cst.BaseExpression = model
+        if not isinstance(model, _ATOMS):
+            inner = model.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    else:
+        assert isinstance(func.value, cst.Call)
+        inner = _rechain(func.value, call, model)
+    return chained.with_changes(func=func.with_changes(value=inner))
 
 
 def _moved_first(
@@ -92,10 +147,14 @@ def _is_move(expr: cst.BaseExpression) -> bool:
     )
 
 
-def _arguments(call: cst.Call, scope: Scope) -> tuple[cst.Arg, int | None]:
-    """The module argument, and how many devices a literal `device_ids` lists."""
+def _arguments(
+    call: cst.Call, scope: Scope
+) -> tuple[cst.Arg, str | None, cst.BaseExpression | None]:
+    """The module argument; how many devices `device_ids` lists (None: every visible
+    one); and the `n` of `device_ids=range(n)` when it is not a literal."""
     module_arg: cst.Arg | None = None
-    devices: int | None = None
+    devices: str | None = None
+    count: cst.BaseExpression | None = None
     for index, arg in enumerate(call.args):
         if arg.star:
             raise NoFix("DataParallel's arguments come from `*args` or `**kwargs`")
@@ -106,7 +165,7 @@ def _arguments(call: cst.Call, scope: Scope) -> tuple[cst.Arg, int | None]:
         if param == "module":
             module_arg = arg
         elif param == "device_ids":
-            devices = _device_ids(arg.value, scope)
+            devices, count = _device_ids(arg.value, scope)
         elif param == "output_device":
             if not (int_value(arg.value) is not None or is_none(arg.value)):
                 raise NoFix(f"`output_device={code_for(arg.value)}` cannot be followed")
@@ -119,18 +178,21 @@ def _arguments(call: cst.Call, scope: Scope) -> tuple[cst.Arg, int | None]:
             )
     if module_arg is None:
         raise NoFix("DataParallel is called without a module")
-    return module_arg, devices
+    return module_arg, devices, count
 
 
-def _device_ids(expr: cst.BaseExpression, scope: Scope) -> int | None:
-    """How many devices `device_ids` lists when it is a literal; every visible device
-    (`None`, `range(torch.cuda.device_count())`) is None. Anything else: `NoFix`."""
+def _device_ids(
+    expr: cst.BaseExpression, scope: Scope
+) -> tuple[str | None, cst.BaseExpression | None]:
+    """How many devices `device_ids` lists when it lists the first ones (a literal
+    list, `range(n)`), and `n` when it is a name; every visible device (`None`,
+    `range(torch.cuda.device_count())`) is None. Anything else: `NoFix`."""
     if is_none(expr):
-        return None
+        return None, None
     if isinstance(expr, (cst.List, cst.Tuple)) and all(
         isinstance(e, cst.Element) and int_value(e.value) is not None for e in expr.elements
     ):
-        return len(expr.elements)
+        return str(len(expr.elements)), None
     inner = expr
     if (
         isinstance(inner, cst.Call)
@@ -142,38 +204,139 @@ def _device_ids(expr: cst.BaseExpression, scope: Scope) -> int | None:
         isinstance(inner, cst.Call)
         and resolves_to(inner.func, scope, {"builtins.range"})
         and len(inner.args) == 1
-        and isinstance(inner.args[0].value, cst.Call)
-        and resolves_to(inner.args[0].value.func, scope, _DEVICE_COUNT)
+        and inner.args[0].keyword is None
+        and not inner.args[0].star
     ):
-        return None
+        count = inner.args[0].value
+        if isinstance(count, cst.Call) and resolves_to(count.func, scope, _DEVICE_COUNT):
+            return None, None
+        literal = int_value(count)
+        if literal is not None:
+            return str(literal), None
+        if dotted_name(count) is not None:
+            return code_for(count), count
     raise NoFix(
         f"`device_ids={code_for(expr)}` picks devices in a way the migration cannot follow "
         "(under torchrun each process uses the one device `LOCAL_RANK` names)"
     )
 
 
-def _anchor_block(statement: cst.SimpleStatementLine, tree: Tree) -> tuple[Block, cst.If | None]:
-    """The anchor block, and the `if` around the wrap that the wrap leaves."""
+def _count_only_picks_devices(
+    count: cst.BaseExpression, tree: Tree, call: cst.Call, guards: Sequence[cst.If]
+) -> None:
+    """Under torchrun, `n` of `device_ids=range(n)` becomes the number of processes, so
+    the option may only pick the devices (and decide whether to wrap): a script that
+    also scales its batch size by it would scale it again in every process. Where
+    it is set (`ngpu = 2`, a parameter) is no use."""
+    spelled = dotted_name(count)
+    allowed = [call, *(g.test for g in guards)]
+    for node in tree.nodes():
+        if (
+            isinstance(node, (cst.Name, cst.Attribute))
+            and dotted_name(node) == spelled
+            and not isinstance(tree.parent(node), (cst.Attribute, cst.AssignTarget, cst.Param))
+            and not any(tree.inside(node, a) for a in allowed)
+        ):
+            raise NoFix(
+                f"`{spelled}` picks the devices and is also used elsewhere "
+                f"(`{line_of(node, tree)}`); under torchrun it would count processes"
+            )
+
+
+def _anchor_block(
+    statement: cst.SimpleStatementLine, tree: Tree
+) -> tuple[Block, tuple[cst.If, ...]]:
+    """The anchor block, and the `if`s around the wrap (innermost first) that the
+    wrap leaves, since every process must wrap."""
+    guards: list[cst.If] = []
     block = tree.block(statement)
-    guard: cst.If | None = None
-    if isinstance(block, cst.IndentedBlock):
+    while isinstance(block, cst.IndentedBlock):
         owner = tree.parent(block)
-        if isinstance(owner, cst.If) and not _is_main_guard(owner):
-            if owner.orelse is not None:
-                raise NoFix("the `if` around the wrap has an `else` branch")
-            if block.body[-1] is not statement:
-                raise NoFix("statements follow the wrap inside its `if`")
-            guard = owner
-            block = tree.block(owner)
-    if isinstance(block, cst.Module):
-        return block, guard
-    if isinstance(block, cst.IndentedBlock):
-        owner = tree.parent(block)
+        assert owner is not None
+        branch: cst.CSTNode = owner
         if isinstance(owner, cst.FunctionDef) or (
             isinstance(owner, cst.If) and _is_main_guard(owner) and tree.block(owner) is tree.module
         ):
-            return block, guard
+            return block, tuple(guards)
+        outer = tree.parent(owner)
+        if isinstance(owner, cst.Else) or (isinstance(outer, cst.If) and outer.orelse is owner):
+            first = line_of(_first_if(branch, tree), tree)
+            raise NoFix(f"the wrap is in an `elif` or `else` branch of `{first}`")
+        if not isinstance(owner, cst.If):
+            raise NoFix(f"the model is wrapped inside a nested block (`{line_of(owner, tree)}`)")
+        if owner.orelse is not None:
+            raise NoFix("the `if` around the wrap has an `else` branch")
+        guards.append(owner)
+        block = tree.block(owner)
+    if isinstance(block, cst.Module):
+        return block, tuple(guards)
     raise NoFix("the model is wrapped inside a nested block")
+
+
+def _first_if(node: cst.CSTNode, tree: Tree) -> cst.CSTNode:
+    """The `if` an `else` or `elif` belongs to (up the `elif` chain)."""
+    current = tree.parent(node) if isinstance(node, cst.Else) else node
+    while current is not None:
+        parent = tree.parent(current)
+        if not (isinstance(parent, cst.If) and parent.orelse is current):
+            return current
+        current = parent
+    return node
+
+
+def _placement(
+    statement: cst.SimpleStatementLine,
+    guards: Sequence[cst.If],
+    target: str,
+    model: cst.BaseExpression,
+    scope: Scope,
+    facts: FileFacts,
+    tree: Tree,
+) -> bool:
+    """Whether the wrap goes before its `if`s (else after them). What precedes it in
+    them must still run first; what follows it and reads the model must still run
+    after it; and the `if`s' tests run after a wrap put before them."""
+    if not guards:
+        return False
+    preceding: list[cst.CSTNode] = []
+    following: list[cst.CSTNode] = []
+    inner: cst.CSTNode = statement
+    for guard in guards:
+        assert isinstance(guard.body, cst.IndentedBlock)
+        body = list(guard.body.body)
+        at = next(i for i, s in enumerate(body) if s is inner)
+        preceding.extend(body[:at])
+        following.extend(body[at + 1 :])
+        inner = guard
+    # the model's names: the wrapped module may be reached through them too
+    names = {target} | {n.value for n in [model, *descendants(model)] if isinstance(n, cst.Name)}
+    test_use = _first_use([g.test for g in guards], names, scope, facts)
+    if not preceding and test_use is None:
+        return True
+    use = _first_use(following, names, scope, facts)
+    if use is None:
+        return False
+    if preceding:
+        raise NoFix(
+            "statements inside the `if` around the wrap must run before it, and others after "
+            f"it (`{line_of(use, tree)}`)"
+        )
+    assert test_use is not None
+    raise NoFix(f"the test of the `if` around the wrap reads the model (`{code_for(test_use)}`)")
+
+
+def _first_use(
+    nodes: Sequence[cst.CSTNode], names: set[str], scope: Scope, facts: FileFacts
+) -> cst.CSTNode | None:
+    """The first read of one of `names` in `nodes`, or call of a function of the file
+    (which may read the model as a global)."""
+    for node in nodes:
+        for inner in [node, *descendants(node)]:
+            if isinstance(inner, cst.Name) and inner.value in names:
+                return inner
+            if isinstance(inner, cst.Call) and local_function(inner.func, scope, facts):
+                return inner
+    return None
 
 
 def _is_main_guard(node: cst.If) -> bool:
@@ -258,13 +421,11 @@ def wrap_in_ddp(shape: Shape) -> Plan:
     assign = wrap.statement.body[0]
     assert isinstance(assign, cst.Assign)
     value = wrap.module_arg.value
-    model = code_for(value)
     if wrap.chained is not None:
-        # DataParallel(model).to(device): move the model first, then wrap it
-        func = wrap.chained.func
-        assert isinstance(func, cst.Attribute)
-        model = code_for(wrap.chained.with_changes(func=func.with_changes(value=value)))
-    elif not wrap.moved:
+        # DataParallel(model).eval().to(device): the chain runs on the model, then the wrap
+        value = _rechain(wrap.chained, wrap.call, value)
+    model = code_for(value)
+    if not wrap.moved:
         # DistributedDataParallel wants the model on the process's device already
         model = model if isinstance(value, _ATOMS) else f"({model})"
         model = f'{model}.to(local_rank if {names.cuda}.is_available() else "cpu")'
@@ -275,19 +436,34 @@ def wrap_in_ddp(shape: Shape) -> Plan:
     if not fits(f"{wrap.target} = {text}", shape.depth, shape.module):
         call = split_call(call, shape.module, shape.depth)
     new_body = [assign.with_changes(value=call)]
-    guard = wrap.guard
-    if guard is None:
+    if not wrap.guards:
         plan.rewrite(wrap.statement, lambda node: node.with_changes(body=new_body))
     else:
-        new_line = wrap.statement.with_changes(body=new_body)
-        assert isinstance(guard.body, cst.IndentedBlock)
-        if len(guard.body.body) == 1:
-            plan.remove(guard)
-            leading = [*guard.leading_lines, *wrap.statement.leading_lines]
-        else:
-            plan.remove(wrap.statement)
-            leading = list(wrap.statement.leading_lines)
-        plan.insert_after(guard, [new_line.with_changes(leading_lines=leading)])
+        _leave_guards(wrap, wrap.statement.with_changes(body=new_body), plan)
     for reference in shape.references:
         plan.rewrite(reference, lambda _: expression(names.ddp))
     return plan
+
+
+def _leave_guards(wrap: Wrap, new_line: cst.SimpleStatementLine, plan: Plan) -> None:
+    """Take the wrap out of its `if`s; an `if` left with nothing in it goes too, and
+    the comments above what goes stay with the wrap."""
+    removed: cst.BaseStatement = wrap.statement
+    leading = list(wrap.statement.leading_lines)
+    for guard in wrap.guards:
+        assert isinstance(guard.body, cst.IndentedBlock)
+        if len(guard.body.body) > 1:
+            break
+        removed = guard
+        leading = [*guard.leading_lines, *leading]
+    outermost = wrap.guards[-1]
+    plan.remove(removed)
+    if removed is outermost:
+        plan.insert_after(outermost, [new_line.with_changes(leading_lines=leading)])
+    elif wrap.before:
+        # the `if` that stays after the wrap lends it the blank lines and comments above it
+        leading = [*outermost.leading_lines, *leading]
+        plan.insert_before(outermost, [new_line.with_changes(leading_lines=leading)])
+        plan.rewrite(outermost, lambda node: node.with_changes(leading_lines=()))
+    else:
+        plan.insert_after(outermost, [new_line.with_changes(leading_lines=leading)])
