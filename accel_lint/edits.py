@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import libcst as cst
 
+from accel_lint.rule import Replacement
+
 _EMPTY_MODULE = cst.Module([])
+
+
+class Replacer(cst.CSTTransformer):
+    """Replaces nodes of the tree it visits, found by identity."""
+
+    def __init__(self, replacements: Mapping[cst.CSTNode, Replacement]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Replacement:  # type: ignore[override]
+        return self.replacements.get(original_node, updated_node)
 
 
 def code_for(node: cst.CSTNode) -> str:

@@ -8,26 +8,18 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 
 from accel_lint.config import Settings
+from accel_lint.edits import Replacer
 from accel_lint.engine import Analysis, Source, analyze, safety_allowed
 from accel_lint.rule import Equivalence, Finding, Fix, Replacement, Rule
 
 MAX_ITERATIONS = 10
-
-
-class _Replacer(cst.CSTTransformer):
-    def __init__(self, replacements: Mapping[cst.CSTNode, Replacement]) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Replacement:  # type: ignore[override]
-        return self.replacements.get(original_node, updated_node)
 
 
 def apply_fixes_once(module: cst.Module, fixes: Sequence[Fix]) -> str:
@@ -37,7 +29,7 @@ def apply_fixes_once(module: cst.Module, fixes: Sequence[Fix]) -> str:
     for fix in fixes:
         replacements.update(fix.replacements)
         imports.extend(i for i in fix.imports if i not in imports)
-    new_module = module.visit(_Replacer(replacements)) if replacements else module
+    new_module = module.visit(Replacer(replacements)) if replacements else module
     if imports:
         new_module = add_imports(new_module, imports)
     return new_module.code

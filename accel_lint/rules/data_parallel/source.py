@@ -7,6 +7,7 @@ import tokenize
 
 import libcst as cst
 
+from accel_lint.edits import Replacer
 from accel_lint.rules.data_parallel.plan import Statement
 
 BLANK = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""), comment=None)
@@ -85,7 +86,7 @@ def hoisted(
     code = _EMPTY.code_for_node(value)
     if "\n" not in code:
         return value
-    holed = statement.visit(_Substitute(value, cst.Name(_HOLE)))
+    holed = statement.visit(Replacer({value: cst.Name(_HOLE)}))
     assert isinstance(holed, cst.SimpleStatementLine)
     text = _EMPTY.code_for_node(holed.with_changes(leading_lines=()))
     at = text.index(_HOLE)
@@ -121,18 +122,6 @@ def _visual(code: str) -> bool:
     except (tokenize.TokenError, SyntaxError):
         return False
     return bool(open_brackets) and open_brackets[-1]
-
-
-class _Substitute(cst.CSTTransformer):
-    def __init__(self, old: cst.CSTNode, new: cst.CSTNode) -> None:
-        super().__init__()
-        self.old = old
-        self.new = new
-
-    def on_leave(  # type: ignore[override]
-        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
-    ) -> cst.CSTNode:
-        return self.new if original_node is self.old else updated_node
 
 
 class _Shift(cst.CSTTransformer):
