@@ -1,0 +1,91 @@
+"""The file as `finish()` sees it: the walk's `Record`, the file's facts and its call
+index, with the look-ups every later step shares: which variable or `self.<name>` an
+assignment target is (`Handle`), where that handle is read, what it is bound to, and
+which of the file's own functions a call runs. Following the sampler, finding the
+epoch loops and spelling the fix all ask these same questions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from accel_lint.facts import CallSite, FileFacts
+from accel_lint.names import LOCAL, Scope, qualified_names
+from accel_lint.rules._distributed import CallIndex
+from accel_lint.rules.sampler_missing_set_epoch.record import Record, is_self_attribute
+
+
+@dataclass(frozen=True)
+class Handle:
+    """A variable (`owner` is its scope) or a `self.<name>` attribute (`owner` is the class)."""
+
+    owner: Scope | cst.ClassDef
+    name: str
+
+    def source(self) -> str:
+        return f"self.{self.name}" if isinstance(self.owner, cst.ClassDef) else self.name
+
+
+class Script:
+    def __init__(self, facts: FileFacts, record: Record) -> None:
+        self.facts = facts
+        self.record = record
+        self.calls = CallIndex(facts)
+        self.sites: dict[cst.Call, CallSite] = {site.node: site for site in facts.calls}
+
+    def handle(
+        self, target: cst.BaseExpression, scope: Scope, class_def: cst.ClassDef | None
+    ) -> Handle | None:
+        if isinstance(target, cst.Name):
+            bindings = scope.lookup(target.value)
+            owner = bindings[0].scope if bindings else None
+            return Handle(owner, target.value) if owner is not None else None
+        if is_self_attribute(target) and class_def is not None:
+            assert isinstance(target, cst.Attribute)
+            return Handle(class_def, target.attr.value)
+        return None
+
+    def uses(self, handle: Handle) -> Iterator[cst.BaseExpression]:
+        if isinstance(handle.owner, cst.ClassDef):
+            for node, cls in self.record.self_attrs.get(handle.name, ()):
+                if cls is handle.owner:
+                    yield node
+            return
+        for name, scope in self.record.names.get(handle.name, ()):
+            bindings = scope.lookup(handle.name)
+            if bindings and bindings[0].scope is handle.owner:
+                yield name
+
+    def values_of(self, handle: Handle) -> list[cst.BaseExpression]:
+        if isinstance(handle.owner, cst.ClassDef):
+            return self.record.attr_values.get((handle.owner, handle.name), [])
+        bindings = handle.owner.bindings.get(handle.name, [])
+        return [b.value for b in bindings if b.value is not None]
+
+    def local_callee(self, call: cst.Call, scope: Scope) -> tuple[cst.FunctionDef, int] | None:
+        """The def this call runs, and how many implicit leading arguments (self) it gets."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            bindings = scope.lookup(func.value)
+            if not bindings or len(bindings) != 1:
+                return None
+            node = bindings[0].node
+            if isinstance(node, cst.FunctionDef):
+                return node, 0
+            if isinstance(node, cst.ClassDef):
+                init = self.methods(node, "__init__")
+                return (init[0], 1) if len(init) == 1 else None
+            return None
+        if isinstance(func, cst.Attribute):
+            names = qualified_names(func.value, scope)
+            if names and LOCAL not in names:
+                return None  # a module's function (`torch.save`), not one of ours
+            methods = self.methods(None, func.attr.value)
+            return (methods[0], 1) if len(methods) == 1 else None
+        return None
+
+    def methods(self, cls: cst.ClassDef | None, name: str) -> list[cst.FunctionDef]:
+        methods = self.calls.methods(name)
+        return [f for f in methods if cls is None or self.calls.class_of(f) is cls]
