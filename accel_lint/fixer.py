@@ -17,6 +17,7 @@ import libcst as cst
 from accel_lint.config import Settings
 from accel_lint.edits import Replacer
 from accel_lint.engine import Analysis, Source, analyze, safety_allowed
+from accel_lint.layout import reflow
 from accel_lint.rule import Equivalence, Finding, Fix, Replacement, Rule
 
 MAX_ITERATIONS = 10
@@ -252,6 +253,8 @@ def fix_source(
             return FixOutcome(path, source, text, [], analysis)
         chosen = choose_fixes(analysis, analysis.findings, unsafe)
         if not chosen:
+            if applied:
+                return _laid_out(path, source, settings, rules, applied, analysis)
             return FixOutcome(path, source, text, applied, analysis)
         new_text = apply_fixes_once(analysis.module, [f.fix for f in chosen if f.fix is not None])
         if new_text == text:
@@ -269,6 +272,40 @@ def fix_source(
         f"fixes did not converge after {MAX_ITERATIONS} passes; the file was left unchanged. "
         "This is a bug in accel-lint: please report it.",
     )
+
+
+def _laid_out(
+    path: str,
+    source: Source,
+    settings: Settings,
+    rules: Sequence[type[Rule]],
+    applied: list[AppliedFix],
+    analysis: Analysis,
+) -> FixOutcome:
+    """The fixed file with the lines its fixes made too long split (`layout.reflow`),
+    and the analysis of that text, so remaining findings point at the right lines."""
+    assert analysis.module is not None
+    module = analysis.module
+    for _ in range(MAX_ITERATIONS):
+        again = reflow(source.text, module)
+        if again is module:
+            break
+        module = again
+    if module is analysis.module:
+        return FixOutcome(path, source, module.code, applied, analysis)
+    final = analyze(path, Source(module.code, source.encoding), settings, rules)
+    if final.error is not None:
+        return FixOutcome(
+            path,
+            source,
+            source.text,
+            [],
+            None,
+            "laying out the fixed lines produced code that does not parse "
+            f"({final.error.message}); the file was left unchanged. "
+            "This is a bug in accel-lint: please report it.",
+        )
+    return FixOutcome(path, source, module.code, applied, final)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -8,11 +8,15 @@ import torch
 
 
 def train():
-    loader = torch.utils.data.DataLoader(torch.arange(8), num_workers=min(8, cpu_count() or 1))
+    loader = torch.utils.data.DataLoader(
+        torch.arange(8), num_workers=min(8, cpu_count() or 1)
+    )
     import os
 
     return loader, os.getpid()
 
 
 def evaluate():
-    return torch.utils.data.DataLoader(torch.arange(8), num_workers=min(8, os.cpu_count() or 1))
+    return torch.utils.data.DataLoader(
+        torch.arange(8), num_workers=min(8, os.cpu_count() or 1)
+    )

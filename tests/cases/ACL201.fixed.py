@@ -33,7 +33,9 @@ three_d = nn.Sequential(nn.Conv3d(1, 4, 3, bias=False), nn.BatchNorm3d(4))
 synced = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.SyncBatchNorm(16))
 instance = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.InstanceNorm2d(16))
 upsample = nn.Sequential(nn.ConvTranspose2d(16, 8, 4, 2, 1, bias=False), nn.BatchNorm2d(8))
-up_positional = nn.Sequential(nn.ConvTranspose1d(16, 8, 4, 2, 1, 0, 1, False), nn.InstanceNorm1d(8))
+up_positional = nn.Sequential(
+    nn.ConvTranspose1d(16, 8, 4, 2, 1, 0, 1, False), nn.InstanceNorm1d(8)
+)
 
 # OrderedDict: a list of pairs, a dict display, keywords
 named = nn.Sequential(
@@ -45,8 +47,12 @@ named = nn.Sequential(
         ]
     )
 )
-from_dict = nn.Sequential(OrderedDict({"conv": nn.Conv2d(3, 16, 3, bias=False), "bn": nn.BatchNorm2d(16)}))
-from_keywords = nn.Sequential(OrderedDict(conv=nn.Conv3d(3, 16, 3, bias=False), norm=nn.InstanceNorm3d(16)))
+from_dict = nn.Sequential(
+    OrderedDict({"conv": nn.Conv2d(3, 16, 3, bias=False), "bn": nn.BatchNorm2d(16)})
+)
+from_keywords = nn.Sequential(
+    OrderedDict(conv=nn.Conv3d(3, 16, 3, bias=False), norm=nn.InstanceNorm3d(16))
+)
 
 # modules built once and named, then put in a Sequential
 stem_conv = nn.Conv2d(3, 32, 7, stride=2, padding=3, bias=False)

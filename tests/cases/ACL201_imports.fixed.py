@@ -9,9 +9,13 @@ from torch.nn.modules.conv import ConvTranspose1d
 
 Conv = nn.Conv3d  # an alias by assignment
 
-full = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8))
+full = torch.nn.Sequential(
+    torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8)
+)
 renamed = nn.Sequential(C(3, 8, 3, bias=False), BN(8))
-inner = nn.Sequential(torch.nn.modules.conv.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8))
+inner = nn.Sequential(
+    torch.nn.modules.conv.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8)
+)
 from_modules = nn.Sequential(ConvTranspose1d(3, 8, 3, bias=False), BatchNorm1d(8))
 by_alias = nn.Sequential(Conv(3, 8, 3, bias=False), nn.BatchNorm3d(8))
 suppressed = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))  # noqa: ACL201

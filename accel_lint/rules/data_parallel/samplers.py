@@ -12,6 +12,7 @@ import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
 from accel_lint.facts import DATALOADER, FileFacts
+from accel_lint.layout import fits, split_call
 from accel_lint.names import Scope, resolves_to
 from accel_lint.rules.data_parallel.plan import Plan, Statement
 from accel_lint.rules.data_parallel.region import Region
@@ -26,9 +27,7 @@ from accel_lint.rules.data_parallel.shape import (
 )
 from accel_lint.rules.data_parallel.source import (
     expression,
-    fits,
     hoisted,
-    split_call,
     statements,
 )
 from accel_lint.rules.data_parallel.tree import Block, Tree, calls_in, descendants, method_name

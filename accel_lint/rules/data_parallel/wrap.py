@@ -15,6 +15,7 @@ import libcst as cst
 
 from accel_lint.edits import code_for
 from accel_lint.facts import FileFacts, int_value, string_value
+from accel_lint.layout import fits, split_call
 from accel_lint.names import BindingKind, Scope, dotted_name, resolves_to
 from accel_lint.rules.data_parallel.plan import Plan
 from accel_lint.rules.data_parallel.shape import (
@@ -26,7 +27,7 @@ from accel_lint.rules.data_parallel.shape import (
     line_of,
     local_function,
 )
-from accel_lint.rules.data_parallel.source import expression, fits, split_call
+from accel_lint.rules.data_parallel.source import expression
 from accel_lint.rules.data_parallel.tree import Block, Tree, descendants
 
 _PARAMS = ("module", "device_ids", "output_device", "dim")

@@ -1,0 +1,144 @@
+"""Lines a fix makes too long are split as black would; nothing else moves."""
+
+from __future__ import annotations
+
+import textwrap
+
+from accel_lint.engine import Source, diagnostics, rules_for
+from accel_lint.fixer import fix_source
+from tests.support import fix, settings_for
+
+PIN = settings_for(("ACL102",))
+BOTH = settings_for(("ACL101", "ACL102"), unsafe=True)
+HEADER = (
+    "import os\n\nimport torch\nfrom torch.utils.data import DataLoader\n\n"
+    'device = torch.device("cuda")\n'
+)
+
+
+def _fixed(body: str, settings: object = PIN) -> str:
+    text = fix(HEADER + textwrap.dedent(body), settings)  # type: ignore[arg-type]
+    assert text.startswith(HEADER)
+    return text[len(HEADER) :]
+
+
+def test_a_call_that_no_longer_fits_gets_its_arguments_on_one_indented_line() -> None:
+    assert _fixed(
+        """\
+        def main(dataset):
+            train_loader = DataLoader(dataset, batch_size=64, shuffle=True, drop_last=True)
+            return train_loader
+        """
+    ) == textwrap.dedent(
+        """\
+        def main(dataset):
+            train_loader = DataLoader(
+                dataset, batch_size=64, shuffle=True, drop_last=True, pin_memory=True
+            )
+            return train_loader
+        """
+    )
+
+
+def test_one_argument_per_line_with_a_trailing_comma_when_one_line_is_not_enough() -> None:
+    assert _fixed(
+        """\
+        loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, collate_fn=fn)  # keep
+        """,
+        BOTH,
+    ) == textwrap.dedent(
+        """\
+        loader = DataLoader(
+            dataset,
+            batch_size=batch_size,
+            shuffle=True,
+            collate_fn=fn,
+            num_workers=min(8, os.cpu_count() or 1),
+            pin_memory=True,
+        )  # keep
+        """
+    )
+
+
+def test_a_multi_line_call_is_filled_in_its_own_indentation() -> None:
+    # visual indent (aligned with the bracket) and hanging indent
+    assert _fixed(
+        """\
+        train_loader = torch.utils.data.DataLoader(train_set, batch_size=36,
+                                                   shuffle=True, num_workers=0)
+        loader = DataLoader(
+            dataset=train_set, batch_size=batch_size, shuffle=True, collate_fn=None)
+        """,
+        BOTH,
+    ) == textwrap.dedent(
+        """\
+        train_loader = torch.utils.data.DataLoader(train_set, batch_size=36,
+                                                   shuffle=True,
+                                                   num_workers=min(8, os.cpu_count() or 1),
+                                                   pin_memory=True)
+        loader = DataLoader(
+            dataset=train_set, batch_size=batch_size, shuffle=True, collate_fn=None,
+            num_workers=min(8, os.cpu_count() or 1), pin_memory=True)
+        """
+    )
+
+
+def test_short_lines_and_lines_no_longer_than_the_file_s_own_are_left_alone() -> None:
+    long_line = "x = " + " + ".join(["1"] * 40) + "\n"  # 161 characters: the file's width
+    body = long_line + "loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True)\n"
+    assert _fixed(body) == long_line + (
+        "loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True, "
+        "pin_memory=True)\n"
+    )
+
+
+def test_a_long_display_around_the_call_is_not_ours_to_lay_out() -> None:
+    body = "loaders = [DataLoader(dataset_a, batch_size=32, shuffle=True), DataLoader(b)]\n"
+    assert _fixed(body) == (
+        "loaders = [DataLoader(dataset_a, batch_size=32, shuffle=True, pin_memory=True), "
+        "DataLoader(b, pin_memory=True)]\n"
+    )
+
+
+def test_tab_indented_files_are_left_as_the_fix_made_them() -> None:
+    body = (
+        "def main(dataset):\n"
+        "\tloader = DataLoader(dataset, batch_size=64, shuffle=True, drop_last=True)\n"
+    )
+    assert _fixed(body) == body.replace("drop_last=True)", "drop_last=True, pin_memory=True)")
+
+
+def test_crlf_and_idempotence() -> None:
+    text = (
+        HEADER
+        + "def main(dataset):\n"
+        + "    train_loader = DataLoader(dataset, batch_size=64, shuffle=True, drop_last=True)\n"
+    ).replace("\n", "\r\n")
+    once = fix(text, PIN)
+    assert once.endswith(
+        "    train_loader = DataLoader(\r\n"
+        "        dataset, batch_size=64, shuffle=True, drop_last=True, pin_memory=True\r\n"
+        "    )\r\n"
+    )
+    assert "\n" not in once.replace("\r\n", "")
+    assert fix(once, PIN) == once
+
+
+def test_remaining_findings_point_at_the_laid_out_lines() -> None:
+    text = HEADER + (
+        "def main(dataset):\n"
+        "    train_loader = DataLoader(dataset, batch_size=64, shuffle=True, drop_last=True)\n"
+        "    return train_loader\n"
+    )
+    settings = settings_for(("ACL101", "ACL102"))  # ACL101's fix is unsafe: it remains
+    outcome = fix_source(
+        "t.py",
+        Source(text, "utf-8"),
+        settings,
+        rules_for(settings.enabled, text.encode()),
+        unsafe=False,
+    )
+    assert outcome.remaining is not None
+    lines = outcome.fixed_text.splitlines()
+    rows = [d.row for d in diagnostics(outcome.remaining)]
+    assert [lines[r - 1].strip() for r in rows] == ["train_loader = DataLoader("]
