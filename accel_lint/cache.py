@@ -29,7 +29,7 @@ from typing import Any
 
 from accel_lint import __version__
 from accel_lint.config import Settings
-from accel_lint.engine import Diagnostic, Edit, FixView
+from accel_lint.diagnostic import Diagnostic, Edit, FixView
 
 CACHE_DIR_NAME = ".accel_lint_cache"
 CACHE_DIR_ENV = "ACCEL_LINT_CACHE_DIR"

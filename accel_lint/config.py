@@ -19,14 +19,17 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-from accel_lint.rule import Rule
+from accel_lint.rules import BY_CODE, RULES, RuleEntry
+
+if TYPE_CHECKING:
+    from accel_lint.rule import Rule
 
 DEFAULT_EXCLUDE = (
     ".git",
@@ -147,18 +150,8 @@ def path_matches(path: str | os.PathLike[str], pattern: str, root: Path) -> bool
     )
 
 
-def all_rules() -> tuple[type[Rule], ...]:
-    from accel_lint.rules import ALL_RULES
-
-    return ALL_RULES
-
-
-def rule_by_code() -> dict[str, type[Rule]]:
-    return {r.code: r for r in all_rules()}
-
-
 def _check_codes(codes: Iterable[str], where: str) -> None:
-    known = [r.code for r in all_rules()]
+    known = list(BY_CODE)
     for code in codes:
         if code == "ALL":
             continue
@@ -167,7 +160,7 @@ def _check_codes(codes: Iterable[str], where: str) -> None:
 
 
 def resolve_selection(layers: Sequence[Selection]) -> frozenset[str]:
-    rules = all_rules()
+    rules: tuple[RuleEntry, ...] = RULES
     enabled = {r.code for r in rules if r.default_enabled}
     for layer in layers:
         _check_codes((*(layer.select or ()), *layer.extend_select, *layer.ignore), "selection")
@@ -307,7 +300,7 @@ def load_settings(
     if not isinstance(pfi_raw, dict):
         raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
     per_file: list[tuple[str, frozenset[str]]] = []
-    codes = rule_by_code()
+    codes = BY_CODE
     for pattern, pcodes in pfi_raw.items():
         plist = _str_list(pcodes, f"per-file-ignores.{pattern}", where)
         _check_codes(plist, f"{where}: per-file-ignores.{pattern}")
@@ -352,14 +345,14 @@ def load_settings(
 def _rule_options(raw: Any, where: Path) -> dict[str, dict[str, Any]]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: `rules` must be a table of [tool.accel-lint.rules.<CODE>]")
-    codes = rule_by_code()
     result: dict[str, dict[str, Any]] = {}
     for code, values in raw.items():
-        rule = codes.get(code)
-        if rule is None:
+        entry = BY_CODE.get(code)
+        if entry is None:
             raise ConfigError(f"{where}: unknown rule code `{code}` in [tool.accel-lint.rules]")
         if not isinstance(values, dict):
             raise ConfigError(f"{where}: [tool.accel-lint.rules.{code}] must be a table")
+        rule = entry.rule
         for key, value in values.items():
             opt = rule.options.get(key)
             if opt is None:
@@ -368,9 +361,10 @@ def _rule_options(raw: Any, where: Path) -> dict[str, dict[str, Any]]:
                     f"{where}: unknown key `{key}` in [tool.accel-lint.rules.{code}] "
                     f"(known: {known})"
                 )
-            if not isinstance(value, opt.kind) or (isinstance(value, bool) and opt.kind is int):
+            if not opt.accepts(value):
                 raise ConfigError(
-                    f"{where}: [tool.accel-lint.rules.{code}] `{key}` has the wrong type"
+                    f"{where}: [tool.accel-lint.rules.{code}] `{key}` must be {opt.expected} "
+                    f"(got {value!r})"
                 )
         result[code] = dict(values)
     return result

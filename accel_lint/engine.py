@@ -3,112 +3,28 @@ then positions (only when something was found), suppressions and diagnostics."""
 
 from __future__ import annotations
 
-import ast
-import codecs
 import difflib
-import io
 import re
-import tokenize
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from accel_lint.config import Settings, all_rules
+from accel_lint.config import Settings
+from accel_lint.diagnostic import Diagnostic, Edit, FixView, parse_error
 from accel_lint.facts import FactsCollector, FileFacts, ScopeCloser
+from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Finding, Fix, FixSafety, Rule, RuleContext
+from accel_lint.rules import RULES
+from accel_lint.source import Source, compile_ast, syntax_check
 from accel_lint.walk import walk
 
-PARSE_ERROR = "ACL000"
-PARSE_ERROR_NAME = "parse-error"
-
-_SKIP_FILE = re.compile(
-    rb"^[ \t]*#[ \t]*accel-lint:[ \t]*skip-file[ \t]*$", re.MULTILINE | re.IGNORECASE
-)
 # flake8's grammar: a bare noqa comment, or noqa followed by a colon and codes
 _NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
 _NOQA_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Edit:
-    content: str
-    row: int
-    column: int
-    end_row: int
-    end_column: int
-
-
-@dataclass(frozen=True)
-class FixView:
-    applicability: str  # "safe" | "unsafe"
-    message: str
-    edits: tuple[Edit, ...]
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    code: str
-    name: str
-    message: str
-    filename: str
-    row: int
-    column: int
-    end_row: int
-    end_column: int
-    fix: FixView | None = None  # with edits, for json/sarif
-    has_fix: bool = False
-    fix_safety: str | None = None  # "safe" / "unsafe" when a fix is offered
-    fix_message: str | None = None
-
-    @property
-    def url(self) -> str:
-        from accel_lint.pages import page_url
-
-        return page_url(self.code)
-
-
-class DecodeError(Exception):
-    pass
-
-
-@dataclass
-class Source:
-    """A file's text and what is needed to write it back byte for byte."""
-
-    text: str
-    encoding: str  # codec name; "utf-8-sig" keeps a BOM
-
-    def encode(self, text: str) -> bytes:
-        return text.encode(self.encoding)
-
-
-def decode(data: bytes) -> Source:
-    """Decode by BOM and PEP 263 cookie; anything else must be valid UTF-8."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        if "invalid or missing encoding declaration" not in str(exc):
-            raise DecodeError(str(exc)) from None
-        encoding = "utf-8"  # no cookie and not UTF-8: say which byte is wrong below
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        if encoding in ("utf-8", "utf-8-sig"):
-            raise DecodeError(
-                f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-                "declare the file's encoding with a `# -*- coding: ... -*-` comment"
-            ) from None
-        raise DecodeError(f"cannot be decoded as {encoding}: {exc.reason}") from None
-    except LookupError:
-        raise DecodeError(f"unknown encoding {encoding!r}") from None
-    if encoding == "utf-8" and data.startswith(codecs.BOM_UTF8):
-        encoding = "utf-8-sig"
-    return Source(text, encoding)
 
 
 @dataclass
@@ -135,19 +51,7 @@ class Analysis:
 
 def rules_for(codes: frozenset[str], data: bytes) -> list[type[Rule]]:
     """Enabled rules whose trigger words appear in the file (cheap prefilter)."""
-    return [
-        rule
-        for rule in all_rules()
-        if rule.code in codes and (not rule.triggers or any(t in data for t in rule.triggers))
-    ]
-
-
-def skip_file(data: bytes) -> bool:
-    return b"accel-lint" in data and _SKIP_FILE.search(data) is not None
-
-
-def parse_error(path: str, message: str, row: int = 1, column: int = 1) -> Diagnostic:
-    return Diagnostic(PARSE_ERROR, PARSE_ERROR_NAME, message, path, row, column, row, column)
+    return [entry.rule for entry in RULES if entry.code in codes and entry.may_match(data)]
 
 
 def analyze(
@@ -160,7 +64,7 @@ def analyze(
 ) -> Analysis:
     """Parse once and run `rules` in one walk. `rules` empty: syntax check only."""
     if not rules:
-        error = _syntax_check(path, source.text)
+        error = syntax_check(path, source.text)
         if error is None:
             return Analysis(path, source, None)
         # CPython's grammar may be older than libcst's: let libcst decide.
@@ -175,7 +79,8 @@ def analyze(
         return analysis
     facts = FileFacts(module)
     instances = [
-        rule(RuleContext(module, facts, settings, settings.options_for(rule))) for rule in rules
+        rule(RuleContext(module, facts, settings.target_torch, settings.options_for(rule)))
+        for rule in rules
     ]
     walk(module, [FactsCollector(facts), *instances, ScopeCloser(facts)])
     facts.finish()
@@ -192,7 +97,7 @@ def analyze(
 def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
     """CPython's message and position, which users know; libcst's if CPython parses it."""
     try:
-        _compile(text, path)
+        compile_ast(text, path)
     except SyntaxError as cpython:
         return parse_error(
             path, f"SyntaxError: {cpython.msg}", cpython.lineno or 1, cpython.offset or 1
@@ -202,23 +107,6 @@ def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnosti
     return parse_error(
         path, f"cannot be parsed by libcst: {exc.message}", exc.raw_line, exc.raw_column + 1
     )
-
-
-def _compile(text: str, path: str) -> None:
-    # CPython's SyntaxWarnings ("is" with a literal...) are not ours to print
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-
-
-def _syntax_check(path: str, text: str) -> str | None:
-    try:
-        _compile(text, path)
-    except (SyntaxError, ValueError) as exc:
-        return str(exc)
-    except (RecursionError, MemoryError):
-        return "too complex"
-    return None
 
 
 def _unsuppressed(analysis: Analysis, findings: list[Finding]) -> list[Finding]:
@@ -260,13 +148,10 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
             # point at what the finding depends on elsewhere (an argparse default)
             rows = sorted({analysis.range_of(n).start.line for n in finding.related})
             message += f" (line {', '.join(map(str, rows))})"
+        fix = finding.fix
         fix_view = None
-        if finding.fix is not None and with_edits:
-            fix_view = FixView(
-                finding.fix.safety.value,
-                finding.fix.message,
-                tuple(fix_edits(analysis, finding.fix)),
-            )
+        if fix is not None and with_edits:
+            fix_view = FixView(_safety(fix).value, fix.message, tuple(fix_edits(analysis, fix)))
         out.append(
             Diagnostic(
                 finding.code,
@@ -278,9 +163,10 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
                 rng.end.line,
                 rng.end.column + 1,
                 fix_view,
-                finding.fix is not None,
-                finding.fix.safety.value if finding.fix is not None else None,
-                finding.fix.message if finding.fix is not None else None,
+                fix is not None,
+                _safety(fix).value if fix is not None else None,
+                fix.message if fix is not None else None,
+                finding.no_fix_reason,
             )
         )
     return out
@@ -288,8 +174,6 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
 
 def fix_edits(analysis: Analysis, fix: Fix) -> list[Edit]:
     """The text edits one fix makes, as the minimal changed spans of the file."""
-    from accel_lint.fixer import apply_fixes_once
-
     assert analysis.module is not None
     new_text = apply_fixes_once(analysis.module, [fix])
     return text_edits(analysis.source.text, new_text)
@@ -326,6 +210,12 @@ def _advance(row: int, col: int, text: str) -> tuple[int, int]:
         else:
             col += len(line)
     return row, col
+
+
+def _safety(fix: Fix) -> FixSafety:
+    # `Rule.report` fills in every reported fix's safety
+    assert fix.safety is not None
+    return fix.safety
 
 
 def safety_allowed(fix: Fix, unsafe: bool) -> bool:

@@ -21,19 +21,11 @@ from dataclasses import dataclass, field
 
 from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
-from accel_lint.engine import (
-    DecodeError,
-    Diagnostic,
-    analyze,
-    decode,
-    diagnostics,
-    parse_error,
-    rules_for,
-    skip_file,
-)
+from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.files import ReadError, read_bytes
-from accel_lint.fixer import fix_source
 from accel_lint.parallel import available_cpus, map_ordered
+from accel_lint.rules import RULES
+from accel_lint.source import DecodeError, decode, skip_file, syntax_check
 
 # Below this many files to lint, forking workers costs more than it saves.
 PARALLEL_MIN_FILES = 8
@@ -56,11 +48,22 @@ def lint_bytes(
     except DecodeError as exc:
         return FileReport(path, [parse_error(path, str(exc))])
     try:
-        rules = rules_for(settings.codes_for(path), data)
-        analysis = analyze(path, source, settings, rules)
+        if (
+            not _may_match(settings.codes_for(path), data)
+            and syntax_check(path, source.text) is None
+        ):
+            return FileReport(path)  # no rule can match and CPython accepts it: no libcst
+        # libcst and the rules load only for files a rule may match (or CPython rejects)
+        from accel_lint.engine import analyze, diagnostics, rules_for
+
+        analysis = analyze(path, source, settings, rules_for(settings.codes_for(path), data))
         return FileReport(path, diagnostics(analysis, with_edits=with_edits))
     except Exception:  # a rule's bug must not take the whole run down
         return FileReport(path, internal_error=traceback.format_exc())
+
+
+def _may_match(codes: frozenset[str], data: bytes) -> bool:
+    return any(entry.code in codes and entry.may_match(data) for entry in RULES)
 
 
 def lint_file(path: str, settings: Settings, *, with_edits: bool = False) -> FileReport:
@@ -185,6 +188,9 @@ def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
         report.remaining.append(parse_error(path, str(exc)))
         return report
     try:
+        from accel_lint.engine import diagnostics, rules_for
+        from accel_lint.fixer import fix_source
+
         rules = rules_for(settings.codes_for(path), data)
         outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
         if outcome.remaining is not None:

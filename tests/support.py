@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from accel_lint.config import Selection, Settings, load_settings
-from accel_lint.engine import Source, analyze, diagnostics, rules_for
+from accel_lint.engine import analyze, diagnostics, rules_for
 from accel_lint.fixer import fix_source
+from accel_lint.source import Source
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"[ \t]*#[ \t]*(ACL\d{3}(?:[ \t]+ACL\d{3})*)[ \t]*$")
@@ -72,7 +73,7 @@ def lint_messages(text: str, settings: Settings | None = None) -> list[tuple[int
     analysis = analyze(
         "example.py", Source(text, "utf-8"), settings, rules_for(settings.enabled, text.encode())
     )
-    return [(d.row, d.code, d.message) for d in diagnostics(analysis)]
+    return [(d.row, d.code, d.full_message) for d in diagnostics(analysis)]
 
 
 def fix(text: str, settings: Settings, path: str = "example.py") -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import accel_lint.engine
 import accel_lint.lint
 from accel_lint import cache as cache_module
 from accel_lint.cache import CACHEDIR_TAG, MAX_AGE_DAYS, ResultCache, cache_dir, content_hash
@@ -240,7 +241,7 @@ def test_internal_errors_are_not_cached(project: Path, monkeypatch: pytest.Monke
     def broken_analyze(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a rule's bug")
 
-    monkeypatch.setattr(accel_lint.lint, "analyze", broken_analyze)
+    monkeypatch.setattr(accel_lint.engine, "analyze", broken_analyze)
     s = settings(project)
     (report,) = lint_paths(["train.py"], s, jobs=1)
     assert report.internal_error is not None and "a rule's bug" in report.internal_error

@@ -124,6 +124,7 @@ def test_json_format(project: Path) -> None:
                 }
             ],
         },
+        "no_fix_reason": None,
     }
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from accel_lint.engine import Source, decode
-from accel_lint.fixer import add_imports, fix_source, write_atomic
+from accel_lint.fixer import fix_source, write_atomic
+from accel_lint.rewrite import add_imports
+from accel_lint.source import Source, decode
 from tests.support import fix, settings_for
 
 SCRIPT = (
@@ -205,7 +206,7 @@ def test_imports_go_where_isort_would_put_them(
 
 
 def test_decode_reports_the_bad_byte() -> None:
-    from accel_lint.engine import DecodeError
+    from accel_lint.source import DecodeError
 
     with pytest.raises(DecodeError, match=r"byte 0xff at offset 7"):
         decode(b"x = 1\n#\xff\n")

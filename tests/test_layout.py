@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from accel_lint.engine import Source, diagnostics, rules_for
+from accel_lint.engine import diagnostics, rules_for
 from accel_lint.fixer import fix_source
+from accel_lint.source import Source
 from tests.support import fix, settings_for
 
 PIN = settings_for(("ACL102",))

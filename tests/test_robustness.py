@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accel_lint.config import Settings
-from accel_lint.engine import Source, decode
 from accel_lint.fixer import fix_source
 from accel_lint.lint import lint_bytes
+from accel_lint.source import Source, decode
 from tests.support import ROOT, read_page, settings_for, strip_markers
 
 ALL_UNSAFE: Settings = settings_for(("ALL",), unsafe=True)
@@ -93,9 +93,9 @@ def _check_fix_invariants(text: str) -> None:
 
 
 def _all_rules():  # type: ignore[no-untyped-def]
-    from accel_lint.config import all_rules
+    from accel_lint.rules import RULES
 
-    return list(all_rules())
+    return [e.rule for e in RULES]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -95,7 +95,7 @@ def _project(tmp_path: Path, source: str) -> Path:
 
 def test_the_parent_never_imports_torch() -> None:
     code = (
-        "import sys, accel_lint.cli, accel_lint.verify.command, accel_lint.verify.session, "
+        "import sys, accel_lint.cli, accel_lint.cli.verify, accel_lint.verify.session, "
         "accel_lint.verify.table; print('torch' in sys.modules)"
     )
     out = subprocess.run(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from accel_lint.engine import Diagnostic
+from accel_lint.diagnostic import Diagnostic
 
 FORMATS = ("full", "concise", "json", "github", "sarif")
 

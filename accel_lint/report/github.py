@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 from typing import TextIO
 
-from accel_lint.engine import PARSE_ERROR, Diagnostic
+from accel_lint.diagnostic import PARSE_ERROR, Diagnostic
 
 
 def escape_data(text: str) -> str:
@@ -45,7 +45,7 @@ def github_line(diag: Diagnostic) -> str:
             ("title", diag.code),
         )
     )
-    message = f"{diag.filename}:{diag.row}:{diag.column}: {diag.code} {diag.message}"
+    message = f"{diag.filename}:{diag.row}:{diag.column}: {diag.code} {diag.full_message}"
     return f"::{level} {props}::{escape_data(message)}"
 
 

@@ -6,7 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from accel_lint.engine import Diagnostic
+from accel_lint.diagnostic import Diagnostic
+from accel_lint.pages import page_url
 
 
 def diagnostic_json(diag: Diagnostic) -> dict[str, Any]:
@@ -27,12 +28,13 @@ def diagnostic_json(diag: Diagnostic) -> dict[str, Any]:
     return {
         "code": diag.code,
         "name": diag.name,
-        "message": diag.message,
+        "message": diag.full_message,
         "filename": diag.filename,
         "location": {"row": diag.row, "column": diag.column},
         "end_location": {"row": diag.end_row, "column": diag.end_column},
-        "url": diag.url,
+        "url": page_url(diag.code),
         "fix": fix,
+        "no_fix_reason": diag.no_fix_reason,
     }
 
 

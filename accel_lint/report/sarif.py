@@ -21,9 +21,9 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from accel_lint import __version__
-from accel_lint.config import all_rules
-from accel_lint.engine import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic
+from accel_lint.diagnostic import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic
 from accel_lint.pages import page_url, read_page
+from accel_lint.rules import RULES
 
 SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -63,7 +63,9 @@ def rule_descriptors() -> list[dict[str, Any]]:
             "defaultConfiguration": {"level": "error"},
         }
     ]
-    for rule in all_rules():
+    for entry in RULES:
+        rule = entry.rule
+        equivalence = rule.equivalence()
         page = read_page(rule.code)
         url = page_url(rule.code)
         help_entry: dict[str, str] = {"text": f"{rule.summary}. See {url}"}
@@ -77,10 +79,10 @@ def rule_descriptors() -> list[dict[str, Any]]:
                 "fullDescription": {"text": _what_it_does(page) or rule.summary},
                 "help": help_entry,
                 "helpUri": url,
-                "defaultConfiguration": {"level": "warning", "enabled": rule.default_enabled},
+                "defaultConfiguration": {"level": "warning", "enabled": entry.default_enabled},
                 "properties": {
                     "fix": rule.fix_safety.value,
-                    "equivalence": rule.equivalence.value if rule.equivalence else None,
+                    "equivalence": equivalence.value if equivalence else None,
                 },
             }
         )
@@ -97,7 +99,7 @@ def _result(diag: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
         "ruleId": diag.code,
         "ruleIndex": index[diag.code],
         "level": "error" if diag.code == PARSE_ERROR else "warning",
-        "message": {"text": diag.message},
+        "message": {"text": diag.full_message},
         "locations": [
             {
                 "physicalLocation": {
@@ -107,6 +109,8 @@ def _result(diag: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
             }
         ],
     }
+    if diag.no_fix_reason is not None:
+        result["properties"] = {"noFixReason": diag.no_fix_reason}
     if diag.fix is not None and diag.fix.edits:
         result["fixes"] = [
             {

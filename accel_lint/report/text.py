@@ -11,7 +11,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.markup import escape
 
-from accel_lint.engine import Diagnostic
+from accel_lint.diagnostic import Diagnostic
 from accel_lint.report import marker
 
 _CONTEXT = 1  # lines shown above and below the reported line

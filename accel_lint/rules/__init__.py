@@ -1,26 +1,62 @@
-"""The rule table: one line per rule, sorted by code. Codes are a public contract."""
+"""The rule table: one line per rule, sorted by code. Codes are a public contract.
+
+Each line names the rule's class (imported only when a file needs it), whether it
+is on by default, and its trigger words: a file that contains none of them cannot
+match, so it is never parsed for that rule (a name can only be resolved through an
+import if it is spelled somewhere). The table itself imports nothing heavy, so
+`check` on files that mention no trigger never loads libcst.
+"""
 
 from __future__ import annotations
 
-from accel_lint.rule import Rule
-from accel_lint.rules.autocast_outside_data_parallel import AutocastOutsideDataParallel
-from accel_lint.rules.conv_bias_before_norm import ConvBiasBeforeNorm
-from accel_lint.rules.data_parallel import DataParallel
-from accel_lint.rules.dataloader_sync_loading import DataloaderSyncLoading
-from accel_lint.rules.dataloader_unpinned_memory import DataloaderUnpinnedMemory
-from accel_lint.rules.manual_zero_grad_loop import ManualZeroGradLoop
-from accel_lint.rules.sampler_missing_set_epoch import SamplerMissingSetEpoch
-from accel_lint.rules.save_on_every_rank import SaveOnEveryRank
-from accel_lint.rules.zero_grad_keeps_tensors import ZeroGradKeepsTensors
+import importlib
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
-ALL_RULES: tuple[type[Rule], ...] = (
-    DataloaderSyncLoading,  # ACL101
-    DataloaderUnpinnedMemory,  # ACL102
-    ConvBiasBeforeNorm,  # ACL201
-    ManualZeroGradLoop,  # ACL301
-    ZeroGradKeepsTensors,  # ACL302
-    DataParallel,  # ACL401
-    AutocastOutsideDataParallel,  # ACL402
-    SaveOnEveryRank,  # ACL403
-    SamplerMissingSetEpoch,  # ACL404
+if TYPE_CHECKING:
+    from accel_lint.rule import Rule
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    code: str
+    target: str  # "module.Class" inside this package
+    triggers: tuple[bytes, ...]
+    default_enabled: bool = True
+
+    @cached_property
+    def rule(self) -> type[Rule]:
+        module, _, name = self.target.rpartition(".")
+        cls: type[Rule] = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        if cls.code != self.code:
+            raise TypeError(f"the table's {self.code} line names {cls.__name__} ({cls.code})")
+        return cls
+
+    def may_match(self, data: bytes) -> bool:
+        return not self.triggers or any(t in data for t in self.triggers)
+
+
+# trigger words several rules share
+LOADER = (b"DataLoader",)
+CONV = (b"Conv1d", b"Conv2d", b"Conv3d", b"ConvTranspose")
+DATA_PARALLEL = (b"DataParallel",)
+DISTRIBUTED = (b"init_process_group", b"DistributedDataParallel", b"horovod")
+
+RULES: tuple[RuleEntry, ...] = (
+    RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER),
+    RuleEntry("ACL102", "dataloader_unpinned_memory.DataloaderUnpinnedMemory", LOADER),
+    RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
+    RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
+    RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
+    RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
+    RuleEntry(
+        "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL
+    ),
+    RuleEntry("ACL403", "save_on_every_rank.SaveOnEveryRank", DISTRIBUTED),
+    RuleEntry(
+        "ACL404", "sampler_missing_set_epoch.SamplerMissingSetEpoch", (b"DistributedSampler",)
+    ),
 )
+
+BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}

@@ -25,7 +25,7 @@ from accel_lint.names import (
     resolves_to,
     spelling_for,
 )
-from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.rules.data_parallel import DATA_PARALLEL
 
 AUTOCAST = frozenset(
@@ -100,11 +100,12 @@ class AutocastOutsideDataParallel(Rule):
     name = "autocast-outside-data-parallel"
     summary = "DataParallel model called under autocast whose forward does not enter autocast"
     fix_safety = FixSafety.SAFE
-    equivalence = Equivalence.CLOSE
-    triggers = (b"DataParallel",)
+    verification = Verification(
+        Equivalence.CLOSE,
+        needs_accelerator="DataParallel runs its replicas in threads only on several CUDA devices",
+    )
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self._withs: list[cst.With | None] = []  # None: a def, whose body runs later
         self._in_with: dict[cst.Call, tuple[cst.With, ...]] = {}
         self._assigns: dict[cst.BaseExpression, tuple[cst.Assign, Scope]] = {}
@@ -166,7 +167,7 @@ class AutocastOutsideDataParallel(Rule):
                 assert block is not None
                 message = self._message(model, block)
                 if isinstance(fix, str):
-                    self.report(site.node, f"{message}; no fix: {fix}")
+                    self.report(site.node, message, no_fix_reason=fix)
                 else:
                     self.report(site.node, message, fix)
 
@@ -249,7 +250,7 @@ class AutocastOutsideDataParallel(Rule):
         loses nothing; a device type we cannot read is taken for CUDA's."""
         if block.disabled() or block.device == "cpu":
             return None
-        target = self.ctx.settings.target_torch
+        target = self.ctx.target_torch
         if target is not None and target < (1, 7):
             return _ALL_LOST
         dtype = block.args.get("dtype")
@@ -331,7 +332,6 @@ class AutocastOutsideDataParallel(Rule):
             f"Decorate `{model.class_name}.forward` with `@{text}`",
             {forward: new},
             (needed,) if needed else (),
-            self.fix_safety,
         )
 
     def _other_uses(self, model: Wrapped) -> str | None:
@@ -360,7 +360,7 @@ class AutocastOutsideDataParallel(Rule):
     def _decorator(self, block: Autocast) -> tuple[str, str | None] | None:
         """`torch.autocast("cuda", dtype=...)` spelled the file's way; the block's own
         call as written when the target torch predates `torch.autocast` (1.10)."""
-        target = self.ctx.settings.target_torch
+        target = self.ctx.target_torch
         scope = self.facts.module_scope
         if target is not None and target < (1, 10):
             return code_for(block.call), None

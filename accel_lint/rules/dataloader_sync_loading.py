@@ -17,7 +17,7 @@ from accel_lint.names import (
     root_is_module_import,
     spelling_for,
 )
-from accel_lint.rule import Equivalence, Fix, FixSafety, Option, Rule
+from accel_lint.rule import Equivalence, Fix, FixSafety, Option, Rule, Verification
 from accel_lint.rules._dataloader import passed
 
 # Calls that draw from a global random generator (torch, numpy, random).
@@ -40,22 +40,24 @@ _TORCH_RANDOM = frozenset(
 )
 
 
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 class DataloaderSyncLoading(Rule):
     code = "ACL101"
     name = "dataloader-sync-loading"
     summary = "DataLoader without worker processes (num_workers absent or 0)"
     fix_safety = FixSafety.UNSAFE
-    equivalence = Equivalence.EXACT
-    triggers = (b"DataLoader",)
+    verification = Verification(Equivalence.EXACT)
     options = {
         "num-workers": Option(
-            "auto", (int, str), 'worker count the fix writes: an integer, or "auto"'
+            "auto", 'a positive integer or "auto"', lambda v: v == "auto" or _positive_int(v)
         ),
-        "max-workers": Option(8, int, 'cap of the "auto" expression on os.cpu_count()'),
+        "max-workers": Option(8, "a positive integer", lambda v: _positive_int(v)),
     }
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self._calls: list[tuple[cst.Call, Scope]] = []
         self._getitem_random: dict[str, bool] = {}
         self._random_transforms = False
@@ -151,12 +153,17 @@ class DataloaderSyncLoading(Rule):
             spelled, needed = spelling_for("os.cpu_count", scope)
             if not root_is_module_import(spelled, scope):
                 # `os` is bound inside this function: a module-level import cannot reach it
-                message += " (no fix: `os` is a local name here)"
-                self.report(call, message, equivalence=equivalence, related=related)
+                self.report(
+                    call,
+                    message,
+                    no_fix_reason="`os` is a local name here",
+                    equivalence=equivalence,
+                    related=related,
+                )
                 return
             workers = workers.replace("os.cpu_count", spelled)
             imports = (needed,) if needed else ()
-        fix = Fix(fix_message.format(workers), {target: rewrite(workers)}, imports, self.fix_safety)
+        fix = Fix(fix_message.format(workers), {target: rewrite(workers)}, imports)
         self.report(call, message, fix, equivalence=equivalence, related=related)
 
     def _scope_of_call(self, node: cst.Call) -> Scope | None:

@@ -8,7 +8,7 @@ import libcst as cst
 from accel_lint.edits import add_keyword
 from accel_lint.facts import DATALOADER
 from accel_lint.names import Scope, resolves_to
-from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.rules._dataloader import passed
 
 
@@ -17,11 +17,12 @@ class DataloaderUnpinnedMemory(Rule):
     name = "dataloader-unpinned-memory"
     summary = "DataLoader without pin_memory=True in a script that trains on CUDA"
     fix_safety = FixSafety.SAFE
-    equivalence = Equivalence.EXACT
-    triggers = (b"DataLoader",)
+    verification = Verification(
+        Equivalence.EXACT,
+        needs_accelerator="pinned memory only speeds up copies from the host to an accelerator",
+    )
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self._calls: list[tuple[cst.Call, Scope]] = []
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -10,7 +10,7 @@ import libcst as cst
 
 from accel_lint.facts import DDP, INIT_PROCESS_GROUP, CallSite, Guard
 from accel_lint.names import BindingKind, Scope, qualified_names, resolves_to, spelling_for
-from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rule import Equivalence, Fix, FixSafety, Invariant, Rule, Verification
 from accel_lint.rules._distributed import (
     GET_RANK,
     IS_INITIALIZED,
@@ -77,12 +77,10 @@ class SaveOnEveryRank(Rule):
     name = "save-on-every-rank"
     summary = "torch.save in a distributed script, not guarded to one process"
     fix_safety = FixSafety.UNSAFE
-    equivalence = Equivalence.INTENDED_CHANGE
+    verification = Verification(Equivalence.INTENDED_CHANGE, invariant=Invariant.RANK0_SAVE)
     # a distributed file names one of these (through an import or a call)
-    triggers = (b"init_process_group", b"DistributedDataParallel", b"horovod")
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self._saves: list[_Save] = []
         self._order = 0
         self._statements: list[cst.SimpleStatementLine | cst.SimpleStatementSuite] = []
@@ -381,18 +379,17 @@ class SaveOnEveryRank(Rule):
         )
         target, reason = self._wrap_target(save)
         if target is None:
-            self.report(save.call, f"{message} (no fix: {reason})")
+            self.report(save.call, message, no_fix_reason=reason)
             return
         test, imports = self._zero_test(save)
         if test is None:
             reason = "the process group is already destroyed here, so get_rank() would raise"
-            self.report(save.call, f"{message} (no fix: {reason})")
+            self.report(save.call, message, no_fix_reason=reason)
             return
         fix = Fix(
             f"Save on rank 0 only: wrap it in `if {test}:`",
             {target: _wrapped(target, cst.parse_expression(test))},
             imports,
-            self.fix_safety,
         )
         self.report(save.call, message, fix)
 

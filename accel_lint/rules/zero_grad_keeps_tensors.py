@@ -8,7 +8,7 @@ import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
 from accel_lint.facts import CallSite
-from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rule import Cause, Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.rules.manual_zero_grad_loop import SET_TO_NONE_SINCE, Kind, TorchObjects
 
 # `set_to_none` became True by default in torch 2.0.
@@ -36,11 +36,11 @@ class ZeroGradKeepsTensors(Rule):
     name = "zero-grad-keeps-tensors"
     summary = "zero_grad(set_to_none=False), or a plain zero_grad() on torch < 2.0"
     fix_safety = FixSafety.UNSAFE
-    equivalence = Equivalence.EXACT
-    triggers = (b"zero_grad",)
+    verification = Verification(
+        Equivalence.EXACT, causes=(Cause.PARAMS_WITHOUT_GRAD,), noop_since=DEFAULT_SINCE
+    )
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self.objects = TorchObjects(self.facts)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -75,7 +75,7 @@ class ZeroGradKeepsTensors(Rule):
                 candidate.keyword is not None and candidate.keyword.value == "set_to_none"
             ):
                 arg = candidate
-        target = self.ctx.settings.target_torch
+        target = self.ctx.target_torch
         receiver = code_for(call.func)
         replacements: dict[cst.CSTNode, cst.CSTNode]
         if arg is None:
@@ -116,8 +116,9 @@ class ZeroGradKeepsTensors(Rule):
         if target is not None and target < SET_TO_NONE_SINCE:
             self.report(
                 call,
-                f"{message} (no fix: torch {_version(target)} has no `set_to_none`; "
-                "set `p.grad = None` in a loop over the parameters instead)",
+                message,
+                no_fix_reason=f"torch {_version(target)} has no `set_to_none`; "
+                "set `p.grad = None` in a loop over the parameters instead",
             )
             return
-        self.report(call, message, Fix(fix_message, replacements, safety=self.fix_safety))
+        self.report(call, message, Fix(fix_message, replacements))

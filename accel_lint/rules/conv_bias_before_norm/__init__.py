@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.edits import code_for
-from accel_lint.rule import Equivalence, FixSafety, Rule
+from accel_lint.rule import Equivalence, FixSafety, Rule, Verification
 from accel_lint.rules.conv_bias_before_norm.bias_reads import bias_read_blockers
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Ctor, Edge
 from accel_lint.rules.conv_bias_before_norm.fix import bias_fix
@@ -31,12 +31,10 @@ class ConvBiasBeforeNorm(Rule):
     name = "conv-bias-before-norm"
     summary = "Convolution with a bias directly followed by a batch or instance norm"
     fix_safety = FixSafety.UNSAFE
-    equivalence = Equivalence.CLOSE
+    verification = Verification(Equivalence.CLOSE)
     # a conv class is always spelled out, even behind an alias or a star import
-    triggers = (b"Conv1d", b"Conv2d", b"Conv3d", b"ConvTranspose")
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self._seen = Collected()
 
     # -- the walk: collect, resolve nothing yet ------------------------------------
@@ -174,7 +172,7 @@ class ConvBiasBeforeNorm(Rule):
                 self._check(seen.ctors[ctor_call], found[0], blockers.get(ctor_call) or blocks_all)
 
     def _check(self, conv: Ctor, edge: Edge, blocker: cst.Attribute | None) -> None:
-        fix = bias_fix(conv, self.facts, self.fix_safety)
+        fix = bias_fix(conv, self.facts)
         if fix is None:
             return
         message = (
@@ -184,8 +182,9 @@ class ConvBiasBeforeNorm(Rule):
         if blocker is not None:
             self.report(
                 conv.call,
-                f"{message} (no fix: `{code_for(blocker)}` is read without a None check, "
-                "and would be None after `bias=False`)",
+                message,
+                no_fix_reason=f"`{code_for(blocker)}` is read without a None check, "
+                "and would be None after `bias=False`",
             )
             return
         self.report(conv.call, message, fix)

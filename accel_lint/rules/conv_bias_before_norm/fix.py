@@ -10,14 +10,14 @@ import libcst as cst
 
 from accel_lint.edits import add_keyword
 from accel_lint.facts import FileFacts
-from accel_lint.rule import Fix, FixSafety
+from accel_lint.rule import Fix
 from accel_lint.rules.conv_bias_before_norm.collected import Ctor
 
 # (in, out, kernel_size, stride, padding, dilation | output_padding, groups, bias, ...)
 BIAS_POSITION = 7
 
 
-def bias_fix(conv: Ctor, facts: FileFacts, safety: FixSafety) -> Fix | None:
+def bias_fix(conv: Ctor, facts: FileFacts) -> Fix | None:
     """The fix, or None when the bias is disabled or passed in a way we cannot read."""
     call, scope = conv.call, conv.scope
     positional = 0
@@ -38,11 +38,11 @@ def bias_fix(conv: Ctor, facts: FileFacts, safety: FixSafety) -> Fix | None:
         literal = facts.literal_value(passed.value, scope)
         if not (isinstance(literal, cst.Name) and literal.value == "True"):
             return None
-        return Fix("Set `bias=False`", {passed.value: cst.Name("False")}, (), safety)
+        return Fix("Set `bias=False`", {passed.value: cst.Name("False")})
     for splat in splats:
         if not isinstance(splat.value, cst.Name):
             return None
         kwargs = facts.kwargs_dict(splat.value, scope)
         if kwargs is None or not kwargs.resolvable or "bias" in kwargs.values:
             return None
-    return Fix("Add `bias=False`", {call: add_keyword(call, "bias", "False")}, (), safety)
+    return Fix("Add `bias=False`", {call: add_keyword(call, "bias", "False")})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.names import Scope, resolves_to
-from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rule import Equivalence, Fix, FixSafety, Launcher, Rule, Verification
 from accel_lint.rules.data_parallel.directories import tolerate_existing
 from accel_lint.rules.data_parallel.equivalence import equivalence
 from accel_lint.rules.data_parallel.plan import merge, to_fix
@@ -40,11 +40,14 @@ class DataParallel(Rule):
     name = "data-parallel"
     summary = "torch.nn.DataParallel: one process for all GPUs (use DistributedDataParallel)"
     fix_safety = FixSafety.UNSAFE
-    equivalence = Equivalence.CLOSE
-    triggers = (b"DataParallel",)
+    verification = Verification(
+        Equivalence.CLOSE,
+        launcher=Launcher.TORCHRUN,
+        needs_accelerator="DistributedDataParallel beats DataParallel with one process per GPU; "
+        "on CPU, DataParallel is a plain call and DDP adds a second process and gloo all-reduces",
+    )
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self._aliases = {"DataParallel"}  # names the file may import DataParallel as
         self._references: list[tuple[cst.BaseExpression, Scope]] = []
         self._bases: set[cst.CSTNode] = set()
@@ -82,7 +85,8 @@ class DataParallel(Rule):
             if ref.node in self._bases:
                 self.report(
                     ref.node,
-                    f"{_WHY}; no fix: a subclass of DataParallel must be ported to "
+                    _WHY,
+                    no_fix_reason="a subclass of DataParallel must be ported to "
                     "DistributedDataParallel by hand",
                 )
         calls = [s for s in self.facts.calls if resolves_to(s.node.func, s.scope, DATA_PARALLEL)]
@@ -91,13 +95,13 @@ class DataParallel(Rule):
         if len(calls) > 1:
             for site in calls:
                 reason = f"the script wraps {len(calls)} models in DataParallel"
-                self.report(site.node, f"{_WHY}; no fix: {reason}")
+                self.report(site.node, _WHY, no_fix_reason=reason)
             return
         (site,) = calls
         try:
             shape = survey_script(site, self.facts, Tree(self.ctx.module), references)
         except NoFix as reason:
-            self.report(site.node, f"{_WHY}; no fix: {reason}")
+            self.report(site.node, _WHY, no_fix_reason=str(reason))
             return
         self.report(site.node, _WHY, self._fix(shape), equivalence=equivalence(shape, self.facts))
 
@@ -116,4 +120,4 @@ class DataParallel(Rule):
         count = devices if devices is not None and devices.isdigit() else "<GPUs>"
         launch = f"torchrun --nproc_per_node={count}"
         message = f"Migrate to DistributedDataParallel (launch with `{launch}`)"
-        return to_fix(shape.tree, plan, message, self.fix_safety)
+        return to_fix(shape.tree, plan, message)

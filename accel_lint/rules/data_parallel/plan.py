@@ -16,7 +16,7 @@ from typing import Any, Union
 
 import libcst as cst
 
-from accel_lint.rule import Fix, FixSafety, Replacement
+from accel_lint.rule import Fix, Replacement
 from accel_lint.rules.data_parallel.tree import Tree
 
 Rewrite = Callable[[Any], cst.CSTNode]
@@ -135,7 +135,7 @@ class _Compose(cst.CSTTransformer):
         return value
 
 
-def to_fix(tree: Tree, plan: Plan, message: str, safety: FixSafety) -> Fix:
+def to_fix(tree: Tree, plan: Plan, message: str) -> Fix:
     """One fix whose replacements are the outermost edited nodes. Only their subtrees
     are transformed, in source order (the members of a guard run are met in order)."""
     composer = _Compose(plan)
@@ -144,4 +144,4 @@ def to_fix(tree: Tree, plan: Plan, message: str, safety: FixSafety) -> Fix:
     replacements: dict[cst.CSTNode, Replacement] = {}
     for node in sorted(outermost, key=tree.index):
         replacements[node] = node.visit(composer)
-    return Fix(message, replacements, tuple(plan.imports), safety)
+    return Fix(message, replacements, tuple(plan.imports))

@@ -18,7 +18,7 @@ import libcst as cst
 
 from accel_lint.edits import code_for
 from accel_lint.names import Scope
-from accel_lint.rule import Equivalence, Fix, FixSafety, Rule
+from accel_lint.rule import Cause, Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.rules.manual_zero_grad_loop.body import BodyReader, statements_of
 from accel_lint.rules.manual_zero_grad_loop.fix import describe, replacement
 from accel_lint.rules.manual_zero_grad_loop.kinds import Kind
@@ -41,11 +41,9 @@ class ManualZeroGradLoop(Rule):
     name = "manual-zero-grad-loop"
     summary = "Loop that zero-fills every gradient instead of zero_grad(set_to_none=True)"
     fix_safety = FixSafety.UNSAFE
-    equivalence = Equivalence.EXACT
-    triggers = (b".grad",)
+    verification = Verification(Equivalence.EXACT, causes=(Cause.PARAMS_WITHOUT_GRAD,))
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self.objects = TorchObjects(self.facts)
         self._loops: list[tuple[cst.For, Scope, cst.FunctionDef | None]] = []
 
@@ -94,7 +92,7 @@ class ManualZeroGradLoop(Rule):
         elif (defining := self.objects.own_zero_grad(loop.owner, scope)) is not None:
             reason = f"`{defining}` defines its own `zero_grad`"
         else:
-            target = self.ctx.settings.target_torch
+            target = self.ctx.target_torch
             if target is not None and target < SET_TO_NONE_SINCE:
                 version = ".".join(map(str, target))
                 reason = (
@@ -102,12 +100,11 @@ class ManualZeroGradLoop(Rule):
                     f"set `{loop.var}.grad = None` in the loop instead"
                 )
         if reason is not None:
-            self.report(loop.outer, f"{message} (no fix: {reason})")
+            self.report(loop.outer, message, no_fix_reason=reason)
             return
         call = f"{owner}.zero_grad(set_to_none=True)"
         fix = Fix(
             f"Replace the loop with `{call}`",
             {loop.outer: replacement(loop.outer, call, self.ctx.module)},
-            safety=self.fix_safety,
         )
         self.report(loop.outer, message, fix)

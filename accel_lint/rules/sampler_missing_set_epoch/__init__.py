@@ -16,7 +16,7 @@ import libcst as cst
 
 from accel_lint.facts import FileFacts
 from accel_lint.names import Scope, resolves_to
-from accel_lint.rule import Equivalence, FixSafety, Rule
+from accel_lint.rule import Equivalence, FixSafety, Invariant, Rule, Verification
 from accel_lint.rules._distributed import DISTRIBUTED_SAMPLER
 from accel_lint.rules.sampler_missing_set_epoch.epochs import epoch_loops, evaluation_only
 from accel_lint.rules.sampler_missing_set_epoch.fix import set_epoch_fix
@@ -48,11 +48,9 @@ class SamplerMissingSetEpoch(Rule):
         "DistributedSampler iterated every epoch without set_epoch(): the same order each epoch"
     )
     fix_safety = FixSafety.UNSAFE
-    equivalence = Equivalence.INTENDED_CHANGE
-    triggers = (b"DistributedSampler",)
+    verification = Verification(Equivalence.INTENDED_CHANGE, invariant=Invariant.EPOCH_RESHUFFLE)
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def setup(self) -> None:
         self._record = Record()
 
     # -- walk: record where each expression's value goes -------------------------
@@ -173,11 +171,11 @@ class SamplerMissingSetEpoch(Rule):
                 "it only feeds evaluation, whose result does not depend on the order: pass "
                 "`shuffle=False`, or call `set_epoch()` each epoch if a new order is wanted"
             )
-            self.report(flow.sampler, f"{message} (no fix: {reason})")
+            self.report(flow.sampler, message, no_fix_reason=reason)
             return
-        fix, reason = set_epoch_fix(script, flow, epochs, self.fix_safety)
+        fix, reason = set_epoch_fix(script, flow, epochs)
         if fix is None:
-            self.report(flow.sampler, f"{message} (no fix: {reason})")
+            self.report(flow.sampler, message, no_fix_reason=reason)
         else:
             self.report(flow.sampler, message, fix)
 

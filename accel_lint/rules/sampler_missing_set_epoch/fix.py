@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from accel_lint.rule import Fix, FixSafety
+from accel_lint.rule import Fix
 from accel_lint.rules._distributed import last_name
 from accel_lint.rules.sampler_missing_set_epoch.epochs import names_epochs
 from accel_lint.rules.sampler_missing_set_epoch.flow import Flow
@@ -18,9 +18,7 @@ from accel_lint.rules.sampler_missing_set_epoch.script import Script
 from accel_lint.rules.sampler_missing_set_epoch.spelling import sampler_at, shared_variable
 
 
-def set_epoch_fix(
-    script: Script, flow: Flow, epochs: list[Loop], safety: FixSafety
-) -> tuple[Fix | None, str]:
+def set_epoch_fix(script: Script, flow: Flow, epochs: list[Loop]) -> tuple[Fix | None, str]:
     replacements: dict[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement]] = {}
     shown: list[str] = []
     for epoch in epochs:
@@ -63,7 +61,6 @@ def set_epoch_fix(
         f"Call `{', `'.join(shown)} at the start of each epoch",
         replacements,
         (),
-        safety,
     )
     return fix, ""
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import click
 
-from accel_lint.verify.session import FixItem, Options, Report, Session
+from accel_lint.cli.common import EXIT_ERROR, common, fail, internal_error
+from accel_lint.rules import BY_CODE
+from accel_lint.source import DecodeError, Source, decode, skip_file
 
 
 @click.command("verify")
@@ -132,29 +134,27 @@ def verify(
     Arguments after `--` go to the script. Exit status: 0 every fix holds,
     1 a fix does not, 2 a run failed or a fix could not be verified here.
     """
-    # cli imports this module at its end: import from it here, not at the top
     from rich.console import Console
 
-    from accel_lint.cli import EXIT_ERROR, _common, _fail, _internal_error
-    from accel_lint.config import rule_by_code
-    from accel_lint.engine import DecodeError, Source, decode, rules_for, skip_file
+    from accel_lint.engine import rules_for
     from accel_lint.fixer import fix_source
     from accel_lint.verify.launch import Target
+    from accel_lint.verify.session import FixItem, Options, Report, Session
     from accel_lint.verify.table import RichProgress, render, to_json
 
-    settings = _common(
+    settings = common(
         [str(script)], select, ignore, extend_select, config_file, isolated, unsafe_fixes, None
     ).settings
     root = (workdir or script.parent).resolve()
     try:
         relative = script.resolve().relative_to(root)
     except ValueError:
-        _fail(f"{script} is not inside the working directory {root}")
+        fail(f"{script} is not inside the working directory {root}")
     data = script.read_bytes()
     try:
         source = decode(data)
     except DecodeError as exc:
-        _fail(f"{script}: {exc}")
+        fail(f"{script}: {exc}")
     codes = frozenset() if skip_file(data) else settings.codes_for(str(script))
 
     def fixed_with(subset: frozenset[str]) -> str:
@@ -166,19 +166,18 @@ def verify(
             unsafe=settings.unsafe_fixes,
         )
         if outcome.error is not None:
-            _fail(f"{script}: {outcome.error}")
+            fail(f"{script}: {outcome.error}")
         return outcome.fixed_text
 
     outcome = fix_source(
         str(script), source, settings, rules_for(codes, data), unsafe=settings.unsafe_fixes
     )
     if outcome.error is not None:
-        _fail(f"{script}: {outcome.error}")
-    rules = rule_by_code()
+        fail(f"{script}: {outcome.error}")
     fixes = []
     for applied in outcome.applied:
         # a rule with a fix always declares a class (Rule.__init_subclass__)
-        equivalence = applied.equivalence or rules[applied.code].equivalence
+        equivalence = applied.equivalence or BY_CODE[applied.code].rule.equivalence()
         assert equivalence is not None
         fixes.append(FixItem(applied.code, applied.message, equivalence.value))
     options = Options(
@@ -206,7 +205,7 @@ def verify(
     except Exception:  # a bug of ours: exit 2 with the trace, as the other commands do
         import traceback
 
-        _internal_error(str(script), traceback.format_exc())
+        internal_error(str(script), traceback.format_exc())
         sys.exit(EXIT_ERROR)
     if output_format == "json":
         click.echo(json.dumps(to_json(report), indent=2))

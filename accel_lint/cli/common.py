@@ -1,0 +1,127 @@
+"""What the commands share: exit codes, the selection and discovery options, and
+turning them into `Settings`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from accel_lint.config import ConfigError, Selection, Settings, load_settings, parse_codes
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def fail(message: str) -> NoReturn:
+    click.echo(f"accel-lint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@dataclass
+class Common:
+    settings: Settings
+    paths: list[str]
+    stdin: bool
+    stdin_filename: str | None
+
+
+def selection_options(func: Any) -> Any:
+    for option in reversed(
+        [
+            click.option(
+                "--select",
+                metavar="CODES",
+                help="Rule codes or prefixes to enable (comma-separated), or ALL.",
+            ),
+            click.option("--ignore", metavar="CODES", help="Rule codes or prefixes to disable."),
+            click.option(
+                "--extend-select",
+                metavar="CODES",
+                help="Codes or prefixes to enable on top of the selection.",
+            ),
+            click.option(
+                "--config",
+                "config_file",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="Use this configuration file instead of discovering one.",
+            ),
+            click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
+            click.option(
+                "--unsafe-fixes/--no-unsafe-fixes",
+                default=None,
+                help="Include fixes that may change behaviour.",
+            ),
+            click.option(
+                "--stdin-filename",
+                metavar="NAME",
+                help="The name of the file read from standard input (`-`).",
+            ),
+            click.option(
+                "--force-exclude",
+                is_flag=True,
+                help="Apply `exclude` to files named on the command line too (pre-commit).",
+            ),
+            click.option("--no-cache", is_flag=True, help="Do not read or write the result cache."),
+            click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+jobs_option = click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes for linting (default: one per available CPU).",
+)
+
+
+def common(
+    paths: Sequence[str],
+    select: str | None,
+    ignore: str | None,
+    extend_select: str | None,
+    config_file: Path | None,
+    isolated: bool,
+    unsafe_fixes: bool | None,
+    stdin_filename: str | None,
+) -> Common:
+    paths = list(paths) or ["."]
+    stdin = paths == ["-"]
+    if "-" in paths and not stdin:
+        fail("`-` (standard input) cannot be combined with other paths")
+    cli = Selection(
+        select=parse_codes(select),
+        extend_select=parse_codes(extend_select) or (),
+        ignore=parse_codes(ignore) or (),
+    )
+    if stdin:
+        anchor = Path(stdin_filename).resolve().parent if stdin_filename else Path.cwd()
+    else:
+        anchor = Path(os.path.commonpath([os.path.abspath(p) for p in paths]))
+    try:
+        settings = load_settings(
+            config_path=config_file,
+            search_from=anchor,
+            cli=cli,
+            unsafe_fixes=unsafe_fixes,
+            isolated=isolated,
+        )
+    except ConfigError as exc:
+        fail(str(exc))
+    return Common(settings, paths, stdin, stdin_filename)
+
+
+def internal_error(path: str, trace: str) -> None:
+    click.echo(
+        f"accel-lint: error: internal error while linting {path}; this is a bug in accel-lint, "
+        f"please report it with the file.\n{trace}",
+        err=True,
+    )
