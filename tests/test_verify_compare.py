@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from accel_lint.rule import Equivalence, Verification
 from accel_lint.verify import compare as cmp
-from accel_lint.verify.session import FixItem, Problem, Report
+from accel_lint.verify import invariants
+from accel_lint.verify.report import FixItem, Problem, Report
 from accel_lint.verify.timing import RunRate, Side, bootstrap_ratio, compare, run_rate
 
 # -- losses and tensors ----------------------------------------------------------------
@@ -239,7 +241,7 @@ def test_reshuffle_invariant_holds() -> None:
     fixed = [_sampler_record(["A", "B", "C"], [0, 4, 8])]
     losses_a = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]
     losses_b = [1.0, 0.9, 0.8, 0.7, 0.65, 0.55]  # epoch 0 (4 passes) equal, then different
-    verdict = cmp.judge_epoch_reshuffle(original, fixed, losses_a, losses_b)
+    verdict = invariants.epoch_reshuffle(original, fixed, losses_a, losses_b)
     assert verdict.holds, verdict.reason
     assert verdict.notes == [
         "epoch 0 bitwise equal (4 backward passes); 2 later epoch(s) reshuffled",
@@ -248,14 +250,14 @@ def test_reshuffle_invariant_holds() -> None:
 
 
 def test_reshuffle_invariant_fails_when_an_epoch_repeats() -> None:
-    verdict = cmp.judge_epoch_reshuffle(
+    verdict = invariants.epoch_reshuffle(
         [_sampler_record(["A", "A"], [0, 4])], [_sampler_record(["A", "A"], [0, 4])], [1.0], [1.0]
     )
     assert verdict.verdict == cmp.FAILS and "epoch 1 repeats" in (verdict.reason or "")
 
 
 def test_reshuffle_invariant_fails_when_epoch_0_changes() -> None:
-    verdict = cmp.judge_epoch_reshuffle(
+    verdict = invariants.epoch_reshuffle(
         [_sampler_record(["A", "A"], [0, 2])],
         [_sampler_record(["A", "B"], [0, 2])],
         [1.0, 0.9, 0.8],
@@ -265,7 +267,7 @@ def test_reshuffle_invariant_fails_when_epoch_0_changes() -> None:
 
 
 def test_reshuffle_invariant_needs_a_second_epoch() -> None:
-    verdict = cmp.judge_epoch_reshuffle(
+    verdict = invariants.epoch_reshuffle(
         [_sampler_record(["A"], [0])], [_sampler_record(["A"], [0])], [1.0], [1.0]
     )
     assert verdict.verdict == cmp.NOT_VERIFIABLE and "--steps" in (verdict.reason or "")
@@ -276,7 +278,7 @@ def _saves(rank: int, content: str, step: int = 4) -> dict[str, Any]:
 
 
 def test_rank0_save_invariant_holds() -> None:
-    verdict = cmp.judge_rank0_save(
+    verdict = invariants.rank0_save(
         [_saves(0, "c1"), _saves(1, "c1")], [_saves(0, "c1"), {"rank": 1}], [1.0], [1.0]
     )
     assert verdict.holds, verdict.reason
@@ -284,19 +286,19 @@ def test_rank0_save_invariant_holds() -> None:
 
 
 def test_rank0_save_invariant_fails_when_every_rank_still_writes() -> None:
-    verdict = cmp.judge_rank0_save(
+    verdict = invariants.rank0_save(
         [_saves(0, "c1"), _saves(1, "c1")], [_saves(0, "c1"), _saves(1, "c1")], [1.0], [1.0]
     )
     assert verdict.verdict == cmp.FAILS and "still written by ranks 0, 1" in (verdict.reason or "")
 
 
 def test_rank0_save_invariant_fails_on_other_content() -> None:
-    verdict = cmp.judge_rank0_save([_saves(0, "c1")], [_saves(0, "c2")], [1.0], [1.0])
+    verdict = invariants.rank0_save([_saves(0, "c1")], [_saves(0, "c2")], [1.0], [1.0])
     assert verdict.verdict == cmp.FAILS and "other content" in (verdict.reason or "")
 
 
 def test_rank0_save_invariant_needs_a_save_before_the_stop() -> None:
-    verdict = cmp.judge_rank0_save([{"rank": 0}], [{"rank": 0}], [1.0], [1.0])
+    verdict = invariants.rank0_save([{"rank": 0}], [{"rank": 0}], [1.0], [1.0])
     assert verdict.verdict == cmp.NOT_VERIFIABLE
 
 
@@ -376,8 +378,15 @@ def test_bootstrap_is_reproducible_and_brackets_the_ratio() -> None:
 
 
 def _report(*verdicts: str) -> Report:
+    exact = Equivalence.EXACT
     return Report(
-        "train.py", 20, 3, [FixItem("ACL101", "m", cmp.EXACT, cmp.Verdict(v)) for v in verdicts]
+        "train.py",
+        20,
+        3,
+        [
+            FixItem("ACL101", "m", exact, Verification(exact), verdict=cmp.Verdict(v))
+            for v in verdicts
+        ],
     )
 
 

@@ -1,18 +1,48 @@
 """`accel-lint verify SCRIPT [-- ARGS...]`: fix the script in memory, run the
-original and the fixed script, judge every fix, time both (SPEC.md)."""
+original and the fixed script, judge every fix, time both (docs/verifier.md)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
 from accel_lint.cli.common import EXIT_ERROR, common, fail, internal_error
 from accel_lint.rules import BY_CODE
 from accel_lint.source import DecodeError, Source, decode, skip_file
+
+if TYPE_CHECKING:
+    from accel_lint.diagnostic import Diagnostic
+    from accel_lint.fixer import AppliedFix
+    from accel_lint.verify.report import FixItem
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI timeout, `timeout`, `docker stop`): ended like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _terminate_like_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @click.command("verify")
@@ -136,10 +166,12 @@ def verify(
     """
     from rich.console import Console
 
-    from accel_lint.engine import rules_for
+    from accel_lint.engine import analyze, diagnostics, rules_for
     from accel_lint.fixer import fix_source
     from accel_lint.verify.launch import Target
-    from accel_lint.verify.session import FixItem, Options, Report, Session
+    from accel_lint.verify.plan import Options
+    from accel_lint.verify.report import Report
+    from accel_lint.verify.session import Session
     from accel_lint.verify.table import RichProgress, render, to_json
 
     settings = common(
@@ -174,12 +206,9 @@ def verify(
     )
     if outcome.error is not None:
         fail(f"{script}: {outcome.error}")
-    fixes = []
-    for applied in outcome.applied:
-        # a rule with a fix always declares a class (Rule.__init_subclass__)
-        equivalence = applied.equivalence or BY_CODE[applied.code].rule.equivalence()
-        assert equivalence is not None
-        fixes.append(FixItem(applied.code, applied.message, equivalence.value))
+    rules = rules_for(codes, data)
+    found = diagnostics(analyze(str(script), source, settings, rules))
+    fixes = fix_items(outcome.applied, found, str(script))
     options = Options(
         steps=steps,
         repeat=repeat,
@@ -195,13 +224,19 @@ def verify(
         root, relative, tuple(script_args), steps, options.warmup_steps, timeout, source.encoding
     )
     try:
-        with RichProgress(Console(stderr=True, highlight=False)) as progress:
+        with (
+            _terminate_like_interrupt(),
+            RichProgress(Console(stderr=True, highlight=False)) as progress,
+        ):
             report: Report = Session(
                 target, source.text, fixed_with, fixes, options, progress, display_name=str(script)
             ).run()
-    except KeyboardInterrupt:
-        click.echo("accel-lint: verify interrupted; every run was stopped.", err=True)
-        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt as exc:
+        # the session has ended every run and removed its scratch directory
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        name = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        click.echo(f"accel-lint: verify {name}; every run was stopped.", err=True)
+        sys.exit(128 + signum)
     except Exception:  # a bug of ours: exit 2 with the trace, as the other commands do
         import traceback
 
@@ -212,3 +247,37 @@ def verify(
     else:
         render(report, Console(highlight=False, soft_wrap=False))
     sys.exit(report.exit_code)
+
+
+def fix_items(
+    applied: Sequence[AppliedFix], found: Sequence[Diagnostic], filename: str
+) -> list[FixItem]:
+    """One item per applied fix, with the place and applicability of the finding it
+    fixes (matched by rule and fix message, in order) and its rule's declaration."""
+    from accel_lint.verify.report import FixItem
+
+    open_findings = [d for d in found if d.has_fix]
+    items = []
+    for fix in applied:
+        rule = BY_CODE[fix.code].rule
+        verification = rule.verification
+        # a rule with a fix always declares its verification (Rule.__init_subclass__)
+        assert verification is not None
+        finding = next(
+            (d for d in open_findings if d.code == fix.code and d.fix_message == fix.message),
+            None,
+        )
+        if finding is not None:
+            open_findings.remove(finding)
+        items.append(
+            FixItem(
+                fix.code,
+                fix.message,
+                fix.equivalence or verification.equivalence,
+                verification,
+                filename=filename,
+                row=finding.row if finding else None,
+                applicability=(finding.fix_safety if finding else None) or rule.fix_safety.value,
+            )
+        )
+    return items

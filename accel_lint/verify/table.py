@@ -1,5 +1,5 @@
-"""The verify report: a rich table for people, one JSON object for machines
-(SPEC.md "The verifier"), and the progress display while runs are under way."""
+"""The verify report: a rich table for people, one JSON object for machines,
+and the progress display while runs are under way."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rich.text import Text
 
 from accel_lint.verify import compare as cmp
 from accel_lint.verify.launch import RunResult, RunSpec
-from accel_lint.verify.session import Report, Timing
+from accel_lint.verify.report import Report, Timing
 
 _VERDICT_STYLE = {cmp.HOLDS: "green", cmp.FAILS: "bold red", cmp.NOT_VERIFIABLE: "yellow"}
 
@@ -23,9 +23,10 @@ _VERDICT_STYLE = {cmp.HOLDS: "green", cmp.FAILS: "bold red", cmp.NOT_VERIFIABLE:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    """SPEC.md's object. Keys beyond the SPEC's (`message`, `notes`, `noise_floor`,
-    `error`, and in `timing` the raw `ratio`, its interval, the A-vs-A `noise`
-    and the `claim`) add detail without changing the meaning of the others."""
+    """The documented object (docs/verifier.md). Keys beyond the first version's
+    (`message`, `notes`, `noise_floor`, `error`, and in `timing` the raw `ratio`,
+    its interval, the A-vs-A `noise` and the `claim`) add detail without changing
+    the meaning of the others."""
     return {
         "script": report.script,
         "device": report.device,
@@ -34,7 +35,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "fixes": [
             {
                 "code": item.code,
-                "class": item.cls,
+                "class": item.equivalence.value,
                 "verdict": item.verdict.verdict if item.verdict else cmp.NOT_VERIFIABLE,
                 "reason": item.verdict.reason if item.verdict else "not run",
                 "max_loss_diff": item.verdict.max_loss_diff if item.verdict else None,
@@ -146,7 +147,7 @@ def render(report: Report, console: Console) -> None:
         name = verdict.verdict if verdict else cmp.NOT_VERIFIABLE
         table.add_row(
             item.code,
-            item.cls,
+            item.equivalence.value,
             Text(name, style=_VERDICT_STYLE.get(name, "")),
             _num(verdict.max_loss_diff if verdict else None),
             _num(verdict.max_param_diff if verdict else None),

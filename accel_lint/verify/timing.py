@@ -9,7 +9,7 @@ fixture, so a median picks one mode). Each side's figure is the median over its
 repeats, which keeps a stall of the shared machine in one run out of it. A
 speedup is claimed only when the bootstrap confidence interval of the ratio
 clears the spread between the original's own repeats (A against A): on a
-shared machine that spread is the honest noise (research/verifier_probe.md §3, §5.7).
+shared machine that spread is the honest noise (docs/verifier.md, "Timing").
 """
 
 from __future__ import annotations
