@@ -12,8 +12,8 @@ import re
 import libcst as cst
 
 from accel_lint.facts import CallSite
+from accel_lint.facts.syntax import last_name
 from accel_lint.names import Scope, resolves_to
-from accel_lint.rules._distributed import last_name
 from accel_lint.rules.sampler_missing_set_epoch.flow import LOADER, SAMPLER, Flow, Iteration
 from accel_lint.rules.sampler_missing_set_epoch.record import Loop, is_self_attribute
 from accel_lint.rules.sampler_missing_set_epoch.script import Script

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from accel_lint.facts.syntax import last_name
 from accel_lint.rule import Fix
-from accel_lint.rules._distributed import last_name
 from accel_lint.rules.sampler_missing_set_epoch.epochs import names_epochs
 from accel_lint.rules.sampler_missing_set_epoch.flow import Flow
 from accel_lint.rules.sampler_missing_set_epoch.record import Loop

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from accel_lint.facts import CallSite, FileFacts
+from accel_lint.facts.calls import CallGraph
 from accel_lint.names import LOCAL, Scope, qualified_names
-from accel_lint.rules._distributed import CallIndex
 from accel_lint.rules.sampler_missing_set_epoch.record import Record, is_self_attribute
 
 
@@ -32,7 +32,7 @@ class Script:
     def __init__(self, facts: FileFacts, record: Record) -> None:
         self.facts = facts
         self.record = record
-        self.calls = CallIndex(facts)
+        self.calls = CallGraph.of(facts)
         self.sites: dict[cst.Call, CallSite] = {site.node: site for site in facts.calls}
 
     def handle(
