@@ -58,6 +58,29 @@ class CallGraph:
             return bindings[0].node
         return None
 
+    def local_callee(self, call: cst.Call, scope: Scope) -> tuple[cst.FunctionDef, int] | None:
+        """The def of this file that `call` runs, and how many implicit leading arguments
+        it gets (1 for a method's `self`, and for `Cls(...)` running `__init__`)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            bindings = scope.lookup(func.value)
+            if not bindings or len(bindings) != 1:
+                return None
+            node = bindings[0].node
+            if isinstance(node, cst.FunctionDef):
+                return node, 0
+            if isinstance(node, cst.ClassDef):
+                init = [f for f in self.methods("__init__") if self.class_of(f) is node]
+                return (init[0], 1) if len(init) == 1 else None
+            return None
+        if isinstance(func, cst.Attribute):
+            names = qualified_names(func.value, scope)
+            if names and LOCAL not in names:
+                return None  # a module's function (`torch.save`), not one of ours
+            methods = self.methods(func.attr.value)
+            return (methods[0], 1) if len(methods) == 1 else None
+        return None
+
     def invocations(self, func: cst.FunctionDef) -> list[tuple[CallSite, int]]:
         """Calls that run `func`, each with the count of implicit leading arguments:
         1 for `self.m(...)` / `obj.m(...)`, and for `Cls(...)` running `__init__`."""

@@ -9,7 +9,13 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from accel_lint.facts.file import AttributeAssignment, CallSite, FileFacts, is_exit_statement
+from accel_lint.facts.file import (
+    AttributeAssignment,
+    CallSite,
+    FileFacts,
+    LoopSite,
+    is_exit_statement,
+)
 from accel_lint.facts.literals import _is_dict_display, string_value
 from accel_lint.names import Binding, BindingKind, Scope, dotted_name
 
@@ -104,9 +110,11 @@ class FactsCollector:
         # An `if` or loop around a def does not run its body: the body runs where it is
         # called. Decorators and defaults, evaluated at the def, keep the outer context.
         facts = self.facts
-        facts.outer_context.append((facts.guards, facts.loops))
+        facts.outer_context.append((facts.guards, facts.loops, facts.bodies, facts.withs))
         facts.guards = []
         facts.loops = []
+        facts.bodies = []
+        facts.withs = []
 
     visit_FunctionDef_body = _enter_body
     visit_Lambda_body = _enter_body
@@ -178,12 +186,33 @@ class FactsCollector:
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.facts._attributes.setdefault(node.attr.value, []).append((node, self.facts.scope))
 
+    def _enter_loop(self, node: cst.For | cst.While) -> None:
+        facts = self.facts
+        facts.loop_sites[node] = LoopSite(
+            node,
+            facts.scope,
+            facts.function,
+            tuple(facts.guards),
+            tuple(facts.bodies),
+            tuple(facts.withs),
+        )
+        facts.loops.append(node)
+
     def visit_For(self, node: cst.For) -> None:
         self._bind_target(node.target, None, node)
-        self.facts.loops.append(node)
+        self._enter_loop(node)
 
     def visit_While(self, node: cst.While) -> None:
-        self.facts.loops.append(node)
+        self._enter_loop(node)
+
+    def _enter_loop_body(self, node: cst.For | cst.While) -> None:
+        self.facts.bodies.append(node)
+
+    visit_For_body = _enter_loop_body
+    visit_While_body = _enter_loop_body
+
+    def visit_With_body(self, node: cst.With) -> None:
+        self.facts.withs.append(node)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
@@ -203,7 +232,15 @@ class FactsCollector:
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self.facts
-        site = CallSite(node, facts.scope, tuple(facts.guards), tuple(facts.loops), facts.function)
+        site = CallSite(
+            node,
+            facts.scope,
+            tuple(facts.guards),
+            tuple(facts.loops),
+            facts.function,
+            tuple(facts.bodies),
+            tuple(facts.withs),
+        )
         facts.calls.append(site)
         func = node.func
         if isinstance(func, cst.Attribute):
@@ -279,10 +316,20 @@ class ScopeCloser:
     leave_GeneratorExp = _pop_scope
 
     def _leave_body(self, node: cst.FunctionDef | cst.Lambda) -> None:
-        self.facts.guards, self.facts.loops = self.facts.outer_context.pop()
+        facts = self.facts
+        facts.guards, facts.loops, facts.bodies, facts.withs = facts.outer_context.pop()
 
     leave_FunctionDef_body = _leave_body
     leave_Lambda_body = _leave_body
+
+    def _leave_loop_body(self, node: cst.For | cst.While) -> None:
+        self.facts.bodies.pop()
+
+    leave_For_body = _leave_loop_body
+    leave_While_body = _leave_loop_body
+
+    def leave_With_body(self, node: cst.With) -> None:
+        self.facts.withs.pop()
 
     def leave_For(self, node: cst.For) -> None:
         self.facts.loops.pop()

@@ -50,6 +50,22 @@ class CallSite:
     guards: tuple[Guard, ...]  # enclosing ifs and early exits inside `function` only
     loops: tuple[cst.For | cst.While, ...]  # enclosing loops inside `function` only
     function: cst.FunctionDef | None  # the def whose body contains the call
+    # the loops whose body (not header) runs the call, and the `with` blocks around it,
+    # inside `function` only
+    bodies: tuple[cst.For | cst.While, ...] = ()
+    withs: tuple[cst.With, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoopSite:
+    """A `for` or `while` loop in the file, with the context it runs in."""
+
+    node: cst.For | cst.While
+    scope: Scope
+    function: cst.FunctionDef | None
+    guards: tuple[Guard, ...]  # around the loop, inside `function` only
+    bodies: tuple[cst.For | cst.While, ...]  # loops whose body runs this loop
+    withs: tuple[cst.With, ...]
 
 
 @dataclass
@@ -99,12 +115,17 @@ class FileFacts:
         self.scope = self.module_scope
         self.guards: list[Guard] = []
         self.loops: list[cst.For | cst.While] = []
-        # guards and loops around each def or lambda being walked: its body starts afresh
-        self.outer_context: list[tuple[list[Guard], list[cst.For | cst.While]]] = []
+        self.bodies: list[cst.For | cst.While] = []
+        self.withs: list[cst.With] = []
+        # the context around each def or lambda being walked: its body starts afresh
+        self.outer_context: list[
+            tuple[list[Guard], list[cst.For | cst.While], list[cst.For | cst.While], list[cst.With]]
+        ] = []
         self.functions_stack: list[cst.FunctionDef] = []
         self.classes_stack: list[cst.ClassDef] = []
         # collected
         self.calls: list[CallSite] = []
+        self.loop_sites: dict[cst.For | cst.While, LoopSite] = {}
         self.attribute_assignments: dict[str, list[AttributeAssignment]] = {}  # by attr
         self.aug_assigns: list[tuple[cst.AugAssign, Scope]] = []
         self._attributes: dict[str, list[tuple[cst.Attribute, Scope]]] = {}
