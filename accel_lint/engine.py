@@ -13,7 +13,8 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView, parse_error
-from accel_lint.facts import FactsCollector, FileFacts, ScopeCloser
+from accel_lint.facts import FileFacts
+from accel_lint.facts.collector import FactsCollector, ScopeCloser
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Finding, Fix, FixSafety, Rule, RuleContext
 from accel_lint.rules import RULES

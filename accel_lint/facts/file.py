@@ -1,46 +1,44 @@
 """Whole-file facts, gathered in the same traversal as the rules and shared by them.
 
-`FactsCollector` runs first in the batched walk and keeps the traversal
-context that rules read while they visit (`scope`, `guards`, `loops`,
-`function`); `ScopeCloser` runs last, so a rule's `leave_*` still sees the
-scope of the node it leaves. Whole-file answers (is the file distributed,
-does it touch CUDA, argparse defaults, constants, kwargs dicts, call sites)
-are computed once after the walk, in `FileFacts.finish()`, when every binding
-is known.
+During the walk, `FileFacts` holds the traversal context that rules read while
+they visit (`scope`, `guards`, `loops`, `function`), kept by
+`facts.collector`. Whole-file answers (is the file distributed, does it touch
+CUDA, argparse defaults, constants, kwargs dicts, call sites) are computed once
+after the walk, in `FileFacts.finish()`, when every binding is known. Analyses
+that several rules ask (the call graph, rank tests, ...) are built on first
+request and kept for the file (`FileFacts.shared`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import libcst as cst
 
+from accel_lint.facts.literals import _literal_dict, is_literal, string_value
 from accel_lint.names import (
     LOCAL,
     Binding,
     BindingKind,
     Scope,
-    dotted_name,
     qualified_names,
     resolves_to,
 )
+from accel_lint.torch_api import (
+    CUDA_IS_AVAILABLE,
+    DDP,
+    INIT_PROCESS_GROUP,
+    TORCH_DEVICE,
+)
+
+T = TypeVar("T")
 
 # (test expression, True when inside its body / False when inside its else or after an exit)
 Guard = tuple[cst.BaseExpression, bool]
 
 ARGPARSE_PARSER = frozenset({"argparse.ArgumentParser"})
-DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group"})
-DDP = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-        "torch.nn.DistributedDataParallel",
-    }
-)
-TORCH_DEVICE = frozenset({"torch.device"})
-CUDA_IS_AVAILABLE = frozenset({"torch.cuda.is_available"})
 
 
 @dataclass(frozen=True)
@@ -52,6 +50,33 @@ class CallSite:
     guards: tuple[Guard, ...]  # enclosing ifs and early exits inside `function` only
     loops: tuple[cst.For | cst.While, ...]  # enclosing loops inside `function` only
     function: cst.FunctionDef | None  # the def whose body contains the call
+    # the loops whose body (not header) runs the call, and the `with` blocks around it,
+    # inside `function` only
+    bodies: tuple[cst.For | cst.While, ...] = ()
+    withs: tuple[cst.With, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoopSite:
+    """A `for` or `while` loop in the file, with the context it runs in."""
+
+    node: cst.For | cst.While
+    scope: Scope
+    function: cst.FunctionDef | None
+    guards: tuple[Guard, ...]  # around the loop, inside `function` only
+    bodies: tuple[cst.For | cst.While, ...]  # loops whose body runs this loop
+    withs: tuple[cst.With, ...]
+
+
+@dataclass
+class AttributeAssignment:
+    """`receiver.attr = value` somewhere in the file (`self.rank = ...`, `args.gpu = ...`)."""
+
+    receiver: str  # "self", "args", ...
+    attr: str
+    value: cst.BaseExpression
+    scope: Scope
+    class_def: cst.ClassDef | None
 
 
 @dataclass
@@ -90,12 +115,20 @@ class FileFacts:
         self.scope = self.module_scope
         self.guards: list[Guard] = []
         self.loops: list[cst.For | cst.While] = []
-        # guards and loops around each def or lambda being walked: its body starts afresh
-        self.outer_context: list[tuple[list[Guard], list[cst.For | cst.While]]] = []
+        self.bodies: list[cst.For | cst.While] = []
+        self.withs: list[cst.With] = []
+        # the context around each def or lambda being walked: its body starts afresh
+        self.outer_context: list[
+            tuple[list[Guard], list[cst.For | cst.While], list[cst.For | cst.While], list[cst.With]]
+        ] = []
         self.functions_stack: list[cst.FunctionDef] = []
         self.classes_stack: list[cst.ClassDef] = []
         # collected
         self.calls: list[CallSite] = []
+        self.loop_sites: dict[cst.For | cst.While, LoopSite] = {}
+        self.attribute_assignments: dict[str, list[AttributeAssignment]] = {}  # by attr
+        self.aug_assigns: list[tuple[cst.AugAssign, Scope]] = []
+        self._attributes: dict[str, list[tuple[cst.Attribute, Scope]]] = {}
         self.function_defs: list[tuple[cst.FunctionDef, Scope, cst.ClassDef | None]] = []
         self.class_defs: dict[str, cst.ClassDef] = {}
         self.scope_of: dict[cst.CSTNode, Scope] = {}
@@ -110,6 +143,27 @@ class FileFacts:
         self.args_names: set[str] = set()
         self.constants: dict[str, cst.BaseExpression] = {}
         self.kwargs_dicts: dict[tuple[int, str], KwargsDict] = {}
+        self._shared: dict[Callable[[FileFacts], Any], Any] = {}
+        self._resolved: dict[frozenset[str], list[CallSite]] = {}
+
+    # -- queries ------------------------------------------------------------
+
+    def shared(self, build: Callable[[FileFacts], T]) -> T:
+        """The one instance of an analysis built on these facts (by its builder):
+        the first rule that asks builds it, the others get the same object."""
+        found = self._shared.get(build)
+        if found is None:
+            found = self._shared[build] = build(self)
+        return found
+
+    def calls_resolving_to(self, targets: frozenset[str]) -> list[CallSite]:
+        """Every call whose callee resolves (through imports) to one of `targets`."""
+        found = self._resolved.get(targets)
+        if found is None:
+            found = self._resolved[targets] = [
+                site for site in self.calls if resolves_to(site.node.func, site.scope, targets)
+            ]
+        return found
 
     # -- context helpers for rules ------------------------------------------
 
@@ -127,6 +181,10 @@ class FileFacts:
     def resolves_to(self, expr: cst.BaseExpression, targets: frozenset[str]) -> bool:
         """During the walk only: does `expr` (in the current scope) denote one of `targets`?"""
         return resolves_to(expr, self.scope, targets)
+
+    def attributes_named(self, attr: str) -> list[tuple[cst.Attribute, Scope]]:
+        """Every `<value>.<attr>` in the file (reads and writes), with its scope."""
+        return self._attributes.get(attr, [])
 
     def method_calls(self, method: str) -> list[CallSite]:
         """Every `<receiver>.<method>(...)` call in the file."""
@@ -330,65 +388,6 @@ def _is_augmented(binding: Binding) -> bool:
     return isinstance(binding.node, cst.AugAssign)
 
 
-def is_literal(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
-        return True
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
-        return True
-    return (
-        isinstance(expr, cst.UnaryOperation)
-        and isinstance(expr.operator, cst.Minus)
-        and isinstance(expr.expression, (cst.Integer, cst.Float))
-    )
-
-
-def int_value(expr: cst.BaseExpression) -> int | None:
-    """The integer a literal denotes (`0`, `0x0`, `False`), else None."""
-    if isinstance(expr, cst.Integer):
-        try:
-            return int(expr.value.replace("_", ""), 0)
-        except ValueError:
-            return None
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
-        return int(expr.value == "True")
-    return None
-
-
-def string_value(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
-def _literal_dict(expr: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
-    """Keys and values of `{'a': 1}` / `dict(a=1)` when every key is a literal string."""
-    if isinstance(expr, cst.Dict):
-        out: dict[str, cst.BaseExpression] = {}
-        for element in expr.elements:
-            if not isinstance(element, cst.DictElement):
-                return None
-            key = string_value(element.key)
-            if key is None:
-                return None
-            out[key] = element.value
-        return out
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict":
-        out = {}
-        for arg in expr.args:
-            if arg.keyword is None:
-                return None
-            out[arg.keyword.value] = arg.value
-        return out
-    return None
-
-
-def _is_dict_display(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Dict) or (
-        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"
-    )
-
-
 def _has_cuda_arg(call: cst.Call) -> bool:
     for arg in call.args:
         value = string_value(arg.value)
@@ -439,280 +438,3 @@ def is_exit_statement(stmt: cst.BaseStatement, scope: Scope) -> bool:
         and isinstance(last.value, cst.Call)
         and resolves_to(last.value.func, scope, _EXIT_CALLS)
     )
-
-
-def _block_statements(block: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
-    if isinstance(block, cst.IndentedBlock):
-        return block.body
-    return ()
-
-
-class FactsCollector:
-    """Builds `FileFacts` during the walk; must be the first visitor."""
-
-    def __init__(self, facts: FileFacts) -> None:
-        self.facts = facts
-        self._exit_guards: list[int] = [0]
-
-    # scopes -----------------------------------------------------------------
-
-    def _push(self, kind: str, node: cst.CSTNode) -> Scope:
-        scope = Scope(kind, node, self.facts.scope)
-        self.facts.scope = scope
-        self.facts.scope_of[node] = scope
-        return scope
-
-    def _bind(self, name: str, kind: BindingKind, **kw: object) -> None:
-        self.facts.scope.bind(Binding(name, kind, **kw))  # type: ignore[arg-type]
-
-    def _bind_target(
-        self, target: cst.BaseExpression, value: cst.BaseExpression | None, node: cst.CSTNode
-    ) -> None:
-        if isinstance(target, cst.Name):
-            kind = BindingKind.LOCAL
-            if (
-                value is not None
-                and dotted_name(value) is not None
-                and not (isinstance(value, cst.Name) and value.value in ("None", "True", "False"))
-            ):
-                kind = BindingKind.ALIAS
-            self._bind(target.value, kind, value=value, node=node)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                inner = element.value
-                if isinstance(inner, cst.StarredElement):
-                    inner = inner.value
-                self._bind_target(inner, None, node)
-        elif isinstance(target, cst.StarredElement):
-            self._bind_target(target.value, None, node)
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            full = dotted_name(alias.name)
-            if full is None:
-                continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self._bind(alias.asname.name.value, BindingKind.IMPORT, target=full, node=node)
-            else:
-                top = full.split(".")[0]
-                self._bind(top, BindingKind.IMPORT, target=top, node=node)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        module = dotted_name(node.module) if node.module is not None else None
-        relative = bool(node.relative)
-        if isinstance(node.names, cst.ImportStar):
-            if module is not None and not relative:
-                self.facts.scope.star_imports.append(module)
-            return
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if name is None:
-                continue
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            if relative or module is None:
-                self._bind(local, BindingKind.LOCAL, node=node)
-            else:
-                self._bind(local, BindingKind.IMPORT, target=f"{module}.{name}", node=node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._bind(node.name.value, BindingKind.LOCAL, node=node)
-        self.facts.function_defs.append((node, self.facts.scope, self.facts.class_def))
-        self._push("function", node)
-        self.facts.functions_stack.append(node)
-        self._bind_params(node.params)
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        self._push("function", node)
-        self._bind_params(node.params)
-
-    def _enter_body(self, node: cst.FunctionDef | cst.Lambda) -> None:
-        # An `if` or loop around a def does not run its body: the body runs where it is
-        # called. Decorators and defaults, evaluated at the def, keep the outer context.
-        facts = self.facts
-        facts.outer_context.append((facts.guards, facts.loops))
-        facts.guards = []
-        facts.loops = []
-
-    visit_FunctionDef_body = _enter_body
-    visit_Lambda_body = _enter_body
-
-    def _bind_params(self, params: cst.Parameters) -> None:
-        extras = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-        for param in [*params.posonly_params, *params.params, *params.kwonly_params, *extras]:
-            self._bind(param.name.value, BindingKind.LOCAL, node=param)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._bind(node.name.value, BindingKind.LOCAL, node=node)
-        if self.facts.scope is self.facts.module_scope:
-            self.facts.class_defs[node.name.value] = node
-        self._push("class", node)
-        self.facts.classes_stack.append(node)
-
-    def _visit_comprehension(self, node: cst.CSTNode) -> None:
-        self._push("comprehension", node)
-
-    visit_ListComp = _visit_comprehension
-    visit_SetComp = _visit_comprehension
-    visit_DictComp = _visit_comprehension
-    visit_GeneratorExp = _visit_comprehension
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._bind_target(node.target, None, node)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        for item in node.names:
-            self.facts.scope.globals.add(item.name.value)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        for item in node.names:
-            self.facts.scope.nonlocals.add(item.name.value)
-
-    # bindings -----------------------------------------------------------------
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind_target(target.target, node.value, node)
-            if isinstance(target.target, cst.Name) and _is_dict_display(node.value):
-                self.facts._dict_literals.append((target.target, node.value, self.facts.scope))
-            elif isinstance(target.target, cst.Subscript) and isinstance(
-                target.target.value, cst.Name
-            ):
-                self.facts._dict_updates.append(
-                    (target.target.value, target.target, self.facts.scope, bool(self.facts.guards))
-                )
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind_target(node.target, node.value, node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind_target(node.target, None, node)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind_target(node.target, None, node)
-        self.facts.loops.append(node)
-
-    def visit_While(self, node: cst.While) -> None:
-        self.facts.loops.append(node)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind_target(node.asname.name, None, node)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None and isinstance(node.name.name, cst.Name):
-            self._bind(node.name.name.value, BindingKind.LOCAL, node=node)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        if isinstance(node.target, cst.Name):
-            self.facts.scope.function_scope().bind(
-                Binding(node.target.value, BindingKind.LOCAL, value=node.value, node=node)
-            )
-
-    # calls and guards ---------------------------------------------------------
-
-    def visit_Call(self, node: cst.Call) -> None:
-        facts = self.facts
-        site = CallSite(node, facts.scope, tuple(facts.guards), tuple(facts.loops), facts.function)
-        facts.calls.append(site)
-        func = node.func
-        if isinstance(func, cst.Attribute):
-            facts._method_calls.setdefault(func.attr.value, []).append(site)
-            if func.attr.value == "update" and isinstance(func.value, cst.Name):
-                facts._dict_updates.append((func.value, node, facts.scope, bool(facts.guards)))
-            if func.attr.value == "to":
-                for arg in node.args:
-                    text = string_value(arg.value)
-                    if text is not None and text.startswith("cuda"):
-                        facts._cuda_string_uses += 1
-
-    def visit_If_body(self, node: cst.If) -> None:
-        self.facts.guards.append((node.test, True))
-
-    def leave_If_body(self, node: cst.If) -> None:
-        self.facts.guards.pop()
-
-    def visit_If_orelse(self, node: cst.If) -> None:
-        if node.orelse is not None:
-            self.facts.guards.append((node.test, False))
-
-    def leave_If_orelse(self, node: cst.If) -> None:
-        if node.orelse is not None:
-            self.facts.guards.pop()
-
-    def leave_If(self, node: cst.If) -> None:
-        # `if rank != 0: return` guards the rest of the enclosing block.
-        if node.orelse is None:
-            body = _block_statements(node.body)
-            if body and is_exit_statement(body[-1], self.facts.scope):
-                self.facts.guards.append((node.test, False))
-                self._exit_guards[-1] += 1
-
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._exit_guards.append(0)
-
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        for _ in range(self._exit_guards.pop()):
-            self.facts.guards.pop()
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        # "cuda" / "cuda:0" literals (device strings) mark a CUDA-touching file
-        if node.value[-5:-1] == "cuda" or "cuda:" in node.value:
-            text = string_value(node)
-            if text is not None and (text == "cuda" or text.startswith("cuda:")):
-                self.facts._cuda_string_uses += 1
-
-
-class ScopeCloser:
-    """Pops the walk context after every rule has left the node; must be the last visitor."""
-
-    def __init__(self, facts: FileFacts) -> None:
-        self.facts = facts
-
-    def _pop_scope(self, node: cst.CSTNode) -> None:
-        parent = self.facts.scope.parent
-        assert parent is not None
-        self.facts.scope = parent
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._pop_scope(node)
-        self.facts.functions_stack.pop()
-
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self._pop_scope(node)
-        self.facts.classes_stack.pop()
-
-    leave_Lambda = _pop_scope
-    leave_ListComp = _pop_scope
-    leave_SetComp = _pop_scope
-    leave_DictComp = _pop_scope
-    leave_GeneratorExp = _pop_scope
-
-    def _leave_body(self, node: cst.FunctionDef | cst.Lambda) -> None:
-        self.facts.guards, self.facts.loops = self.facts.outer_context.pop()
-
-    leave_FunctionDef_body = _leave_body
-    leave_Lambda_body = _leave_body
-
-    def leave_For(self, node: cst.For) -> None:
-        self.facts.loops.pop()
-
-    def leave_While(self, node: cst.While) -> None:
-        self.facts.loops.pop()
-
-
-__all__ = [
-    "LOCAL",
-    "ArgparseOption",
-    "CallSite",
-    "FactsCollector",
-    "FileFacts",
-    "Guard",
-    "KwargsDict",
-    "ScopeCloser",
-    "int_value",
-    "is_exit_statement",
-    "is_literal",
-    "string_value",
-]
