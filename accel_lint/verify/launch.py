@@ -30,9 +30,11 @@ from accel_lint.verify.protocol import (
     RunConfig,
     needs_cuda,
 )
+from accel_lint.verify.warm import ServerGone, WarmInterpreter
 from accel_lint.verify.workdir import copy_workdir
 
 HOOK_DIR = Path(__file__).resolve().parent / "hook"
+PROFILED_STEPS = 3  # steady steps the probe's profiler watches after the warm-up
 
 
 @dataclass(frozen=True)
@@ -206,12 +208,23 @@ def config_for(target: Target, spec: RunSpec, out: Path) -> RunConfig:
         "dump_init": str(out / "init") if spec.dump_init else None,
         "align_init": str(spec.align_init) if spec.align_init else None,
         "progress": str(out / "progress"),
+        "profile_steps": target.warmup + PROFILED_STEPS,
     }
 
 
-def run(target: Target, spec: RunSpec, scratch: Path) -> RunResult:
-    """Run one variant of the script to its stop and read its records."""
+def run(
+    target: Target,
+    spec: RunSpec,
+    scratch: Path,
+    server: WarmInterpreter | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run one variant of the script to its stop and read its records: forked by
+    the warm interpreter when there is one (torchrun runs start their own ranks),
+    else as a new process."""
     work, out, copied = prepare(target, spec, scratch)
+    if progress is not None:
+        progress.started(spec, out / "progress")
     marker = processes.new_marker()
     # TMPDIR stays the user's: a longer one (inside the scratch) overflows the 108-byte
     # limit of the Unix socket paths DataLoader workers pass tensors through, and the
@@ -219,7 +232,15 @@ def run(target: Target, spec: RunSpec, scratch: Path) -> RunResult:
     env = environment(config_for(target, spec, out), spec.threads, marker)
     busy_before, ours_before = _busy_cpu_seconds(), _children_cpu_seconds()
     started = time.perf_counter()
-    returncode, timed_out = _started(target, spec, work, out, env, marker)
+    outcome: tuple[int | None, bool] | None = None
+    if server is not None and server.usable and not spec.launch.torchrun:
+        try:
+            outcome = _forked(server, target, work, out, env, marker)
+        except ServerGone:
+            outcome = None  # started the ordinary way below
+    if outcome is None:
+        outcome = _started(target, spec, work, out, env, marker)
+    returncode, timed_out = outcome
     seconds = time.perf_counter() - started
     other_load = None
     busy_after = _busy_cpu_seconds()
@@ -263,6 +284,31 @@ def _started(
         finally:
             # the stop leaves DataLoader workers behind; a process may have detached
             processes.end_run(proc.pid, marker)
+
+
+def _forked(
+    server: WarmInterpreter,
+    target: Target,
+    work: Path,
+    out: Path,
+    env: dict[str, str],
+    marker: str,
+) -> tuple[int | None, bool]:
+    script = work / target.script
+    ident = server.spawn(
+        str(script), [str(target.script), *target.args], str(work), env, str(out / "output.txt")
+    )
+    pid = server.pid(ident)
+    processes.started(pid, marker)
+    try:
+        status = server.wait(ident, target.timeout)
+        if status is None:
+            processes.end_run(pid, marker)
+            server.wait(ident, 30.0)
+            return None, True
+        return status, False
+    finally:
+        processes.end_run(pid, marker)
 
 
 def classify(result: RunResult, records: list[Record], timed_out: bool, timeout: float) -> None:
@@ -360,13 +406,18 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 class Progress(Protocol):
-    def started(self, spec: RunSpec) -> None: ...
+    def total(self, runs: int) -> None: ...
+
+    def started(self, spec: RunSpec, progress_file: Path | None = None) -> None: ...
 
     def finished(self, spec: RunSpec, result: RunResult) -> None: ...
 
 
 class NoProgress:
-    def started(self, spec: RunSpec) -> None:
+    def total(self, runs: int) -> None:
+        pass
+
+    def started(self, spec: RunSpec, progress_file: Path | None = None) -> None:
         pass
 
     def finished(self, spec: RunSpec, result: RunResult) -> None:
@@ -379,13 +430,13 @@ def run_all(
     scratch: Path,
     jobs: int,
     progress: Progress,
+    server: WarmInterpreter | None = None,
 ) -> list[RunResult]:
     """Run independent runs, `jobs` at a time, results in the order of `specs`.
     Only equivalence runs go in parallel: timing runs go one by one."""
 
     def one(spec: RunSpec) -> RunResult:
-        progress.started(spec)
-        result = run(target, spec, scratch)
+        result = run(target, spec, scratch, server, progress)
         progress.finished(spec, result)
         return result
 

@@ -62,6 +62,7 @@ class RunConfig(TypedDict):
     dump_init: str | None  # directory for the initial weights and RNG state
     align_init: str | None  # start from the weights and RNG state dumped there
     progress: str | None  # file the runner keeps the number of steps done in
+    profile_steps: int  # probe: the profiler stops after this many steps
 
 
 # -- child -> parent: one record per process that trained -------------------------------
@@ -180,7 +181,8 @@ class PatternHit(TypedDict):
 class PatternResult(TypedDict):
     """One pattern of torch's profiler pattern matcher, run on the probe's steps."""
 
-    name: str
+    name: str  # the pattern's class
+    shows: str  # the pattern it finds, as a rule name
     status: str  # "ran" | "skipped" (not applicable here) | "error"
     reason: str | None
     hits: list[PatternHit]
@@ -189,22 +191,20 @@ class PatternResult(TypedDict):
 class ObservationRecord(TypedDict):
     """Something the probe saw the script do, with where it happened when known."""
 
-    kind: str  # an `accel_lint.rule.Observation` value
+    kind: str  # named after the rule that finds the same pattern in the source
     file: str | None
     row: int | None
     detail: str
+    notable: bool  # worth a runtime finding of its own when no static finding names it
 
 
 class RuntimeRecord(TypedDict):
     """The runtime second opinion (probe mode only)."""
 
     observations: list[ObservationRecord]
-    optimizers: list[dict[str, object]]
-    autocast: list[dict[str, object]]
-    backends: dict[str, object]
+    configuration: list[str]  # what the script configured, one line each
     patterns: list[PatternResult]
-    step_s: float  # median step time over the probe's steps
-    wait_fraction: float | None  # share of the step spent waiting for data
+    cuda: bool  # the run used CUDA
 
 
 class _RecordBase(TypedDict):
@@ -244,3 +244,69 @@ class Record(_RecordBase, total=False):
     clips: list[ClipEvent]
     # probe mode
     runtime: RuntimeRecord
+
+
+# -- the warm interpreter (see `runner.server`) -------------------------------------------
+
+
+class ServerHello(TypedDict):
+    """The warm interpreter's first line: torch is imported (or why not)."""
+
+    python: str
+    executable: str
+    torch: str | None  # its version; None: torch cannot be imported there
+    error: str | None
+
+
+class SpawnRequest(TypedDict):
+    id: int
+    script: str  # absolute path
+    argv: list[str]  # sys.argv for the script (the script first)
+    cwd: str
+    env: dict[str, str]
+    output: str  # file for the run's stdout and stderr
+
+
+class ServerEvent(TypedDict, total=False):
+    id: int
+    pid: int  # the run started; its pid is also its session and group id
+    status: int  # the run's process ended: its exit status, or -signal
+    error: str  # it could not be started
+
+
+# -- the runtime second opinion --------------------------------------------------------
+
+# What the probe run can see a script do, named after the rule that finds the same
+# pattern in the source (rule names are as fixed as rule codes), and whether it
+# can only be seen when the script uses CUDA.
+OBSERVABLE: dict[str, bool] = {
+    "dataloader-sync-loading": False,
+    "dataloader-unpinned-memory": False,
+    "workers-restarted-each-epoch": False,
+    "conv-bias-before-norm": False,
+    "manual-zero-grad-loop": False,
+    "zero-grad-keeps-tensors": False,
+    "eval-without-no-grad": False,
+    "debug-api-left-on": False,
+    "data-parallel": False,
+    "grad-scaler-with-bf16": False,
+    "fp16-autocast-without-grad-scaler": True,
+    "cudnn-autotuner-off": True,
+    "foreach-disabled": True,
+    "empty-cache-in-loop": True,
+    "tensor-created-then-moved": True,
+    "fp32-matmul-precision-default": True,
+    "tensor-core-misaligned-dims": True,
+}
+
+# torch's profiler pattern matcher, pattern by pattern: (class, the pattern it
+# shows as a rule name, whether it means anything only on CUDA).
+PROFILER_PATTERNS: tuple[tuple[str, str, bool], ...] = (
+    ("ExtraCUDACopyPattern", "tensor-created-then-moved", True),
+    ("FP32MatMulPattern", "fp32-matmul-precision-default", True),
+    ("OptimizerSingleTensorPattern", "foreach-disabled", True),
+    ("SynchronizedDataLoaderPattern", "dataloader-sync-loading", False),
+    ("GradNotSetToNonePattern", "zero-grad-keeps-tensors", False),
+    ("Conv2dBiasFollowedByBatchNorm2dPattern", "conv-bias-before-norm", False),
+    ("MatMulDimInFP16Pattern", "tensor-core-misaligned-dims", True),
+)

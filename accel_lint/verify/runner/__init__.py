@@ -19,6 +19,8 @@ torch (through the script's own import); nothing else of accel_lint.
     models    root modules, names, snapshots, differences, initial weights
     loaders   the DataLoaders and how the training loop waits for them
     records   writing records; memory, hashes, paths
+    observe   the runtime second opinion (probe runs)
+    server    a warm interpreter that forks one process per run
 """
 
 from __future__ import annotations
