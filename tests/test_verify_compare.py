@@ -1,5 +1,5 @@
 """The verifier's judgement, without processes: equivalence classes, the noise
-floor, intended-change invariants, causes, timing statistics and exit codes."""
+floor, intended-change invariants, causes and exit codes (timing: test_verify_speed)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from accel_lint.rule import Equivalence, Verification
 from accel_lint.verify import compare as cmp
 from accel_lint.verify import invariants
 from accel_lint.verify.report import FixItem, Problem, Report
-from accel_lint.verify.timing import RunRate, Side, bootstrap_ratio, compare, run_rate
 
 # -- losses and tensors ----------------------------------------------------------------
 
@@ -327,51 +326,6 @@ def test_init_and_first_pass_causes() -> None:
     assert cmp.init_cause([{"aligned": True, "differs": []}]) is None
     first = cmp.loss_diff([1.0], [2.0])
     assert "first batch" in (cmp.first_pass_cause(first, [{"aligned": False, "differs": []}]) or "")
-
-
-# -- timing -------------------------------------------------------------------------------
-
-
-def test_run_rate_is_the_steady_window_rate() -> None:
-    # warm-up of 2 steps is slow; then bursts of 0.03 s and 0.01 s alternate
-    times = [0.0, 1.0, 2.0, 2.03, 2.04, 2.07, 2.08]
-    rate = run_rate(times, warmup=2)
-    assert rate is not None
-    assert rate.steps_per_s == pytest.approx(5 / 1.08)
-    assert run_rate(times[:3], warmup=2) is None  # no steady state left
-
-
-def _side(*rates: float) -> Side:
-    return Side(tuple(RunRate(r, tuple([1.0 / r] * 20)) for r in rates))
-
-
-def test_speedup_claimed_when_it_clears_the_a_vs_a_spread() -> None:
-    speed = compare(_side(28.0, 28.5, 27.9), _side(50.0, 51.0, 49.0))
-    assert speed.claim == "faster" and speed.speedup == pytest.approx(50.0 / 28.0)
-    assert speed.noise == pytest.approx(0.6 / 28.0)
-
-
-def test_no_claim_inside_the_noise() -> None:
-    speed = compare(_side(20.0, 25.0, 22.0), _side(23.0, 24.0, 22.5))
-    assert speed.claim == "no measurable change" and speed.speedup is None
-
-
-def test_slowdown_is_reported() -> None:
-    speed = compare(_side(30.0, 30.3), _side(10.0, 10.2))
-    assert speed.claim == "slower" and speed.speedup == pytest.approx(10.1 / 30.15)
-
-
-def test_one_repeat_cannot_claim() -> None:
-    speed = compare(_side(20.0), _side(40.0))
-    assert speed.claim == "noise unknown" and speed.speedup is None
-
-
-def test_bootstrap_is_reproducible_and_brackets_the_ratio() -> None:
-    a = [0.030, 0.031, 0.029, 0.030, 0.032, 0.030]
-    b = [0.015, 0.016, 0.015, 0.014, 0.015, 0.016]
-    low, high = bootstrap_ratio(a, b)
-    assert (low, high) == bootstrap_ratio(a, b)
-    assert low is not None and high is not None and low < 2.0 < high
 
 
 # -- exit codes ---------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from accel_lint.rule import Equivalence, Verification
 from accel_lint.verify import compare as cmp
-from accel_lint.verify.timing import Side, Speed
+from accel_lint.verify.protocol import PatternResult
+from accel_lint.verify.timing import NOT_APPLICABLE, Side, Speed
 
 
 @dataclass
@@ -23,6 +24,32 @@ class FixItem:
     row: int | None = None
     applicability: str = "safe"
     verdict: cmp.Verdict | None = None
+    speed: FixSpeed | None = None
+
+
+@dataclass
+class VariantTiming:
+    """Timing runs of one variant: every measurable fix, or one rule's fixes alone."""
+
+    name: str
+    codes: frozenset[str]
+    side: Side
+    speed: Speed
+    cause: str | None = None  # the likely cause of a slowdown, when one is known
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FixSpeed:
+    """What the timing says about one fix: its rule's variant, or why none."""
+
+    label: str
+    variant: VariantTiming | None = None
+    reason: str | None = None  # why the ratio is not applicable here
+
+    @staticmethod
+    def not_applicable(reason: str) -> FixSpeed:
+        return FixSpeed(NOT_APPLICABLE, None, reason)
 
 
 @dataclass(frozen=True)
@@ -38,12 +65,75 @@ class Problem:
 @dataclass
 class Timing:
     original: Side
-    fixed: Side
-    speed: Speed
-    original_device_peak: int | None = None
-    fixed_device_peak: int | None = None
+    variants: list[VariantTiming]
+    fixed: VariantTiming | None  # every fix this machine can measure, together
     notes: list[str] = field(default_factory=list)
-    applicable: bool = True  # False: every fix's benefit needs absent hardware
+    not_applicable: dict[str, str] = field(default_factory=dict)  # code -> why
+
+    @property
+    def applicable(self) -> bool:
+        return self.fixed is not None
+
+
+@dataclass
+class RunSeries:
+    """One run, as the JSON and the HTML report show it: enough to plot."""
+
+    name: str
+    role: str  # equivalence | noise | isolation | probe | timing
+    variant: str
+    status: str
+    seconds: float
+    steps: int
+    losses: list[float]
+    step_times: list[float]  # seconds since the first step, per step
+    peak_memory_bytes: int | None
+    device_peak_bytes: int | None
+
+
+@dataclass(frozen=True)
+class Unfixed:
+    """A finding without an applied fix, and why."""
+
+    code: str
+    row: int
+    message: str
+    why: str
+
+
+@dataclass
+class FindingCheck:
+    """A static finding held against what the probe run saw."""
+
+    code: str
+    name: str
+    row: int
+    status: str  # "seen" | "not seen" | "not observable at run time"
+    detail: str
+
+
+@dataclass
+class RuntimeFinding:
+    """Something the run showed that no static finding names."""
+
+    code: str | None  # the rule it maps to (None: no rule has that name yet)
+    name: str
+    file: str
+    row: int | None
+    detail: str
+
+
+@dataclass
+class Opinion:
+    """The runtime second opinion."""
+
+    steps: int
+    device: str
+    findings: list[FindingCheck] = field(default_factory=list)
+    runtime_only: list[RuntimeFinding] = field(default_factory=list)
+    patterns: list[PatternResult] = field(default_factory=list)
+    configuration: list[str] = field(default_factory=list)
+    problem: str | None = None  # the probe run did not complete
 
 
 @dataclass
@@ -58,6 +148,12 @@ class Report:
     problem: Problem | None = None
     notes: list[str] = field(default_factory=list)
     combined_fails: str | None = None  # the fixes hold one by one but not together
+    python: str = ""
+    torch: str = ""
+    runs: list[RunSeries] = field(default_factory=list)
+    noise_series: list[float] = field(default_factory=list)  # |perturbed - original| per pass
+    unfixed: list[Unfixed] = field(default_factory=list)
+    opinion: Opinion | None = None
 
     @property
     def exit_code(self) -> int:
