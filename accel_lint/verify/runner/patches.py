@@ -44,12 +44,17 @@ def install(runner: Runner, torch: Any) -> None:
     _wrap_optimizer_init(runner, torch)
     assert runner.loaders is not None
     runner.loaders.install(torch)
+    if runner.equiv or runner.probe:
+        _wrap_grad_scaler(runner, torch)
     if runner.equiv:
         _wrap_backward(runner, torch)
-        _wrap_grad_scaler(runner, torch)
         _wrap_sampler(runner, torch)
         _wrap_save(runner, torch)
         _wrap_clip(runner, torch)
+    if runner.probe:
+        from .observe import Observer
+
+        runner.observer = Observer(runner, torch)
 
 
 def _seed_all(torch: Any, seed: int) -> None:

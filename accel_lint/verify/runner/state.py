@@ -16,7 +16,7 @@ import time
 import traceback
 import warnings
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import (
     EQUIV,
@@ -36,6 +36,9 @@ from . import records
 from .loaders import Loaders
 from .models import Models, optimizer_params
 
+if TYPE_CHECKING:
+    from .observe import Observer
+
 # Approximately the process's start: sitecustomize loads the runner before anything
 # else (a process forked by the warm interpreter resets it, see `server`).
 PROCESS_START = time.perf_counter()
@@ -54,7 +57,7 @@ class Runner:
         self.torch: Any = None
         self.models: Models | None = None
         self.loaders: Loaders | None = None
-        self.observer: Any = None  # observe.Observer in probe mode
+        self.observer: Observer | None = None  # probe mode
         self.active = False  # built an optimizer or ran a backward pass
         self.finishing = False
         self.error: ErrorRecord | None = None
@@ -113,6 +116,8 @@ class Runner:
         self.active = True
         index = len(self.built)
         self.built.append(optimizer)
+        if self.observer is not None:
+            self.observer.start()
         if not self.equiv:
             return
         assert self.models is not None
