@@ -116,12 +116,10 @@ def test_a_new_rule_is_planned_launched_and_judged_from_its_declaration() -> Non
     assert fixed and all(s.launch.torchrun for s in fixed)  # launcher=TORCHRUN
     assert not any(s.launch.torchrun for s in executor.specs if s.variant == "original")
     assert all(s.text == "fixed text ACL990" for s in fixed)
-    # needs_accelerator on a CPU machine: no ratio is claimed
-    assert report.timing is not None and not report.timing.applicable
-    assert (
-        "ACL990: not measurable on this machine: its benefit needs a test-only accelerator"
-        in report.timing.notes
-    )
+    # needs_accelerator on a CPU machine: no ratio is claimed, no timing run is made
+    assert item.speed is not None and item.speed.label == "not applicable on this hardware"
+    assert item.speed.reason == "its benefit needs a test-only accelerator"
+    assert report.timing is None and not any(s.role == "timing" for s in executor.specs)
 
 
 def test_a_new_rule_whose_original_raises_is_judged_on_the_failed_original() -> None:

@@ -7,18 +7,23 @@
 2. at once (independent, `jobs` at a time): the original again (are two
    identical runs bitwise equal?), the original perturbed (another thread
    count and every weight moved by one ulp: the noise floor), the fixed script
-   with every fix, and, when a fix is judged statistically, both scripts with
+   with every fix, the probe (a short run of the original for the runtime
+   second opinion) and, when a fix is judged statistically, both scripts with
    a few seed offsets;
 3. when a fix fails its class on the combined run and several rules' fixes
    were applied, each failing rule's fixes alone (`isolate`);
-4. timing (`speed`).
+4. timing (`speed`): each rule's fixes alone and all of them, against the
+   original, one run at a time.
 
-Everything a fix's rule declares (launcher, accelerator, invariant, causes) is
-read from its `Verification`: nothing here depends on which rule it is.
+Runs are forked by the warm interpreter when there is one (`warm`). Everything
+a fix's rule declares (launcher, accelerator, invariant, causes, the torch
+version from which it changes nothing) is read from its `Verification`:
+nothing here depends on which rule it is.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -26,14 +31,16 @@ from pathlib import Path
 
 from accel_lint.rule import Equivalence
 from accel_lint.verify import compare as cmp
-from accel_lint.verify import processes
+from accel_lint.verify import processes, speed
 from accel_lint.verify.invariants import judge_for
 from accel_lint.verify.isolate import fixed_failed, isolate, problem_of
 from accel_lint.verify.judge import Judge
 from accel_lint.verify.launch import Progress, RunResult, RunSpec, Target, run_all
+from accel_lint.verify.opinion import StaticFinding, second_opinion
 from accel_lint.verify.plan import Options, Planner
-from accel_lint.verify.report import FixItem, Report
-from accel_lint.verify.speed import time_fixes
+from accel_lint.verify.protocol import PROBE
+from accel_lint.verify.report import FixItem, Report, RunSeries
+from accel_lint.verify.warm import WarmInterpreter
 
 # Runs specs `jobs` at a time (injectable: tests judge constructed runs).
 Executor = Callable[[Sequence[RunSpec], int], list[RunResult]]
@@ -51,6 +58,10 @@ class Session:
         *,
         display_name: str,
         executor: Executor | None = None,
+        server: WarmInterpreter | None = None,
+        findings: Sequence[StaticFinding] = (),
+        code_of: Callable[[str], str | None] = lambda name: None,
+        target_torch: tuple[int, int] | None = None,
     ) -> None:
         self.target = target
         self.options = options
@@ -60,6 +71,10 @@ class Session:
         self.report = Report(display_name, options.steps, options.repeat, self.fixes)
         self.scratch = Path(".")
         self.executor = executor
+        self.server = server
+        self.findings = list(findings)
+        self.code_of = code_of
+        self.target_torch = target_torch
 
     def run(self) -> Report:
         self.scratch = Path(tempfile.mkdtemp(prefix="accel-lint-verify-"))
@@ -74,14 +89,26 @@ class Session:
     def runs(self, specs: Sequence[RunSpec], jobs: int | None = None) -> list[RunResult]:
         jobs = jobs or self.options.jobs
         if self.executor is not None:
-            return self.executor(specs, jobs)
-        return run_all(self.target, specs, self.scratch, jobs, self.progress)
+            results = self.executor(specs, jobs)
+        else:
+            results = run_all(
+                self.target, specs, self.scratch, jobs, self.progress, server=self.server
+            )
+        self.report.runs += [series(r) for r in results]
+        return results
+
+    def _plan_total(self, device: str, pending: Sequence[FixItem], extra: int = 0) -> None:
+        statistical = any(f.equivalence is Equivalence.STATISTICAL for f in pending)
+        equivalence = 5 + (2 * (self.options.seeds - 1) if statistical else 0)
+        timing = speed.plan(pending, device).runs_per_round * self.options.repeat
+        self.progress.total(equivalence + timing + extra)
 
     # -- verification -------------------------------------------------------------------
 
     def _verify(self) -> None:
         planner = self.planner
         pending = list(self.fixes)
+        self._plan_total("cpu", pending)
         reference = self.runs([planner.spec("original", None, save_state=True, dump_init=True)])[0]
         self.report.device = reference.device
         if not reference.ok:
@@ -92,8 +119,10 @@ class Session:
             if not pending:
                 return
         planner.reference = reference
+        self.report.torch = str(reference.first.get("torch_version", ""))
         if reference.device == "cuda" and self.options.nproc is None:
             planner.nproc = max(1, int(reference.first.get("device_count", 1)))
+        self._plan_total(reference.device, pending, len(self.report.runs) - 1)
         codes = frozenset(f.code for f in pending)
         statistical = any(f.equivalence is Equivalence.STATISTICAL for f in pending)
         state = reference.state_file
@@ -109,20 +138,25 @@ class Session:
                 role="noise",
             ),
             planner.spec("fixed", codes),
+            planner.spec("original (runtime second opinion)", None, mode=PROBE, role="probe"),
         ]
         offsets = range(1, self.options.seeds) if statistical else range(0)
         specs += [planner.spec(f"original (seed +{k})", None, seed_offset=k) for k in offsets]
         specs += [planner.spec(f"fixed (seed +{k})", codes, seed_offset=k) for k in offsets]
         results = self.runs(specs)
-        repeat, perturbed, combined = results[:3]
-        seeded_original = [reference, *results[3 : 3 + len(offsets)]]
-        combined_seeded = [combined, *results[3 + len(offsets) :]]
+        repeat, perturbed, combined, probe = results[:4]
+        seeded_original = [reference, *results[4 : 4 + len(offsets)]]
+        combined_seeded = [combined, *results[4 + len(offsets) :]]
+        self.report.opinion = second_opinion(
+            self.findings, probe, reference, self.target.script, self.code_of
+        )
         for run in (repeat, perturbed, *seeded_original[1:]):
             if not run.ok:
                 self._original_failed(run, pending)
                 return
         noise = _noise(reference, repeat, perturbed)
         self.report.noise = noise
+        self.report.noise_series = [abs(a - b) for a, b in zip(reference.losses, perturbed.losses)]
         if not noise.deterministic:
             self.report.notes.append(
                 "the original is not deterministic: two identical runs differ (losses by up to "
@@ -136,8 +170,26 @@ class Session:
                 item.verdict = judge.judge(item, combined, combined_seeded)
             failing = [f for f in pending if not f.verdict or not f.verdict.holds]
             isolate(failing, pending, planner, judge, self.runs, self.report, combined)
+        self._installed_only(pending)
         if self.report.problem is None and self.options.repeat > 0:
-            time_fixes(codes, pending, planner, lambda s: self.runs(s, 1), self.report)
+            timing_plan = speed.plan(pending, reference.device)
+            speed.time_fixes(pending, planner, lambda s: self.runs(s, 1), self.report, timing_plan)
+
+    def _installed_only(self, items: Sequence[FixItem]) -> None:
+        """A fix that changes nothing on the installed torch proves nothing about the
+        older torch the project targets: say that the proof holds for this one only."""
+        installed = _version(self.report.torch)
+        target = self.target_torch
+        for item in items:
+            since = item.verification.noop_since
+            if since is None or installed is None or item.verdict is None:
+                continue
+            if installed >= since and target is not None and target < since:
+                item.verdict.notes.append(
+                    f"holds for the installed torch {self.report.torch} only: from torch "
+                    f"{since[0]}.{since[1]} on this fix changes nothing, and the project "
+                    f"targets torch {target[0]}.{target[1]}, where it does"
+                )
 
     def _repair(
         self, original: RunResult, pending: list[FixItem]
@@ -194,6 +246,32 @@ class Session:
         for item in items:
             item.verdict = cmp.Verdict(cmp.NOT_VERIFIABLE, what)
         self.report.problem = problem_of(run)
+
+
+def series(run: RunResult) -> RunSeries:
+    records = run.records
+    first = records[0] if records else None
+    times = first.get("step_times", []) if first else []
+    peaks = [r["memory"]["device_peak_bytes"] for r in records]
+    return RunSeries(
+        name=run.spec.name,
+        role=run.spec.role,
+        variant=run.spec.variant,
+        status=run.status,
+        seconds=run.seconds,
+        steps=run.steps,
+        losses=run.losses,
+        step_times=[t - times[0] for t in times],
+        peak_memory_bytes=sum(int(r["memory"]["host_peak_bytes"]) for r in records) or None,
+        device_peak_bytes=(
+            sum(int(p) for p in peaks if p) if peaks and all(p is not None for p in peaks) else None
+        ),
+    )
+
+
+def _version(text: str) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def _noise(reference: RunResult, repeat: RunResult, perturbed: RunResult) -> cmp.Noise:
