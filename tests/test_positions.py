@@ -12,12 +12,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from accel_lint.positions import Locator, walk_nodes
 from tests.support import ROOT
 
-FILES = sorted(
-    [*(ROOT / "fixtures").rglob("*.py"), *(ROOT / "tests" / "cases").glob("ACL*.py")]
-)
+FILES = sorted([*(ROOT / "fixtures").rglob("*.py"), *(ROOT / "tests" / "cases").glob("ACL*.py")])
 KINDS = (cst.Call, cst.For, cst.While, cst.Arg, cst.Attribute, cst.BaseStatement, cst.Name)
 
-SHAPES = '''\
+SHAPES = """\
 import torch  # a comment
 @decorator(
     1,
@@ -45,7 +43,7 @@ def f(a,
 class C(Base, metaclass=M(1)):
     z: int = n(1)
 \tdef g(self): return o(1)
-'''
+"""
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
