@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import TextIO
 
 from accel_lint.diagnostic import Diagnostic
@@ -71,7 +70,6 @@ def render_concise(
     summary(diagnostics, out, unsafe_fixes=unsafe_fixes)
 
 
-@lru_cache(maxsize=64)
 def _lines(path: str) -> tuple[str, ...]:
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
@@ -90,6 +88,7 @@ def render_full(
 ) -> None:
     out = Painter(stream, color)
     bar = out.style("|", "blue")
+    sources = dict(sources or {})
     for d in diagnostics:
         mark = marker(d, unsafe_fixes)
         mark_text = f" {mark}" if mark else ""
@@ -97,7 +96,9 @@ def render_full(
             f"{out.style(d.code, 'bold', 'red')}{mark_text} {out.style(d.full_message, 'bold')}"
         )
         out.print(f"  {out.style('-->', 'blue')} {_location(d)}")
-        lines = (sources or {}).get(d.filename) or _lines(d.filename)
+        if d.filename not in sources:
+            sources[d.filename] = _lines(d.filename)
+        lines = sources[d.filename]
         if lines and 0 < d.row <= len(lines):
             first = max(1, d.row - _CONTEXT)
             last = min(len(lines), d.row + _CONTEXT)
