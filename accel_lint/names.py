@@ -1,7 +1,7 @@
 """Name resolution through imports: a lean scope table built during the one traversal.
 
 libcst's `QualifiedNameProvider` answers the same question but costs about five
-parses per file (`../shared/research/perf_baseline.md`); this table is filled
+parses per file (docs/performance.md); this table is filled
 by `facts.FactsCollector` as it walks and is queried after the walk, when every
 binding of every scope is known (Python decides locality per function, not per
 line).
