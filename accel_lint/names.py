@@ -167,12 +167,6 @@ def resolves_to(expr: cst.BaseExpression, scope: Scope, targets: Iterable[str]) 
     return bool(names) and all(n in wanted for n in names)
 
 
-def resolves_under(expr: cst.BaseExpression, scope: Scope, prefix: str) -> bool:
-    """True when every name `expr` can denote lies inside module `prefix` (e.g. "torch")."""
-    names = qualified_names(expr, scope)
-    return bool(names) and all(n == prefix or n.startswith(prefix + ".") for n in names)
-
-
 def single_binding(name: cst.Name, scope: Scope) -> Binding | None:
     """The one binding of `name` visible from `scope`, if it is bound exactly once."""
     bindings = scope.lookup(name.value)
