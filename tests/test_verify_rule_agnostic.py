@@ -183,3 +183,88 @@ def test_the_code_check_sees_a_code_in_code(tmp_path: Path) -> None:
         and CODE.search(t.string)
     ]
     assert found == ['"ACL103"']
+
+
+def _plain_record(spec: RunSpec) -> Record:
+    return cast(
+        Record,
+        {
+            "rank": None,
+            "steps": 4,
+            "losses": [1.0, 0.8, 0.7, 0.65],
+            "step_times": [0.1 * i for i in range(1, 21)],
+            "memory": {"host_peak_bytes": 100, "device_peak_bytes": None},
+            "device": "cpu",
+            "torch_version": "2.13.0+cpu",
+        },
+    )
+
+
+def test_a_fix_that_is_a_noop_on_the_installed_torch_holds_for_it_only() -> None:
+    verification = Verification(Equivalence.EXACT, noop_since=(2, 0))
+    item = FixItem("ACL990", "m", Equivalence.EXACT, verification, "train.py", 3, "unsafe")
+
+    def executor(specs: Sequence[RunSpec], jobs: int) -> list[RunResult]:
+        return [RunResult(s, "ok", 0, 0.1, records=[_plain_record(s)]) for s in specs]
+
+    def session(target_torch: tuple[int, int] | None) -> list[str]:
+        copy = FixItem(item.code, item.message, item.equivalence, verification, "train.py", 3)
+        Session(
+            Target(Path("."), Path("train.py"), (), 4, 1, 60.0),
+            "original",
+            lambda codes: "fixed",
+            [copy],
+            Options(steps=4, repeat=0),
+            NoProgress(),
+            display_name="train.py",
+            executor=executor,
+            target_torch=target_torch,
+        ).run()
+        assert copy.verdict is not None and copy.verdict.holds
+        return copy.verdict.notes
+
+    assert session((1, 13))[-1] == (
+        "holds for the installed torch 2.13.0+cpu only: from torch 2.0 on this fix changes "
+        "nothing, and the project targets torch 1.13, where it does"
+    )
+    assert not any("installed torch" in n for n in session(None))  # the latest: no caveat
+    assert not any("installed torch" in n for n in session((2, 1)))
+
+
+def test_exact_fixes_are_held_to_bitwise_equality_beside_a_close_one() -> None:
+    exact = Verification(Equivalence.EXACT)
+    close = Verification(Equivalence.CLOSE)
+    items = [
+        FixItem("ACL991", "m", Equivalence.EXACT, exact, "train.py", 3),
+        FixItem("ACL992", "m", Equivalence.CLOSE, close, "train.py", 9),
+    ]
+    seen: list[RunSpec] = []
+
+    def executor(specs: Sequence[RunSpec], jobs: int) -> list[RunResult]:
+        results = []
+        for spec in specs:
+            seen.append(spec)
+            record = dict(_plain_record(spec))
+            if "ACL992" in spec.text:  # the close fix moves the losses a little
+                record["losses"] = [1.0, 0.8 + 1e-9, 0.7, 0.65]
+            results.append(RunResult(spec, "ok", 0, 0.1, records=[cast(Record, record)]))
+        return results
+
+    report = Session(
+        Target(Path("."), Path("train.py"), (), 4, 1, 60.0),
+        "original",
+        lambda codes: "fixed " + " ".join(sorted(codes)),
+        items,
+        Options(steps=4, repeat=0),
+        NoProgress(),
+        display_name="train.py",
+        executor=executor,
+    ).run()
+    names = [s.name for s in seen]
+    assert "fixed (exact fixes: ACL991)" in names
+    assert not any(s.role == "isolation" for s in seen)  # no culprit hunt needed
+    exact_item, close_item = report.fixes
+    assert exact_item.verdict is not None and exact_item.verdict.notes[0].startswith(
+        "bitwise equal"
+    )
+    assert close_item.verdict is not None and close_item.verdict.holds  # within the slack

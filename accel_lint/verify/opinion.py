@@ -64,12 +64,13 @@ def second_opinion(
             f"the probe run did not complete: {probe.message}" if probe else "no probe run"
         )
     observations = loader_observations(reference.first, device) if reference.records else []
+    opinion.configuration = loader_lines(reference.first) if reference.records else []
     precise: list[ObservationRecord] = []
     from_patterns: list[ObservationRecord] = []
     if runtime is not None:
         precise = runtime["observations"]
         opinion.patterns = runtime["patterns"]
-        opinion.configuration = runtime["configuration"]
+        opinion.configuration += runtime["configuration"]
         from_patterns = [
             {
                 "kind": pattern["shows"],
@@ -98,15 +99,38 @@ def second_opinion(
     return opinion
 
 
+def _wait_fraction(record: Record, wait_s: float) -> float | None:
+    times = record.get("step_times", [])
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    return wait_s / span if span > 0 else None
+
+
+def loader_lines(record: Record) -> list[str]:
+    """Each DataLoader as the script built it, and how long training waited on it."""
+    lines = []
+    for loader in record.get("loaders", []):
+        fraction = _wait_fraction(record, loader["wait_s"]) if loader["trains"] else None
+        use = (
+            f"training waited for its batches {fraction:.0%} of each step"
+            if fraction is not None
+            else "not iterated by training before the stop"
+        )
+        lines.append(
+            f"DataLoader line {loader['row']}: num_workers={loader['num_workers']}, "
+            f"pin_memory={loader['pin_memory']}, persistent_workers="
+            f"{loader['persistent_workers']}, batch_size={loader['batch_size']}, "
+            f"{loader['dataset']}; {use}"
+        )
+    return lines
+
+
 def loader_observations(record: Record, device: str) -> list[ObservationRecord]:
     """What the DataLoaders of the reference run show: workers, pinning, restarts,
     and how long the training loop waited for their batches."""
-    times = record.get("step_times", [])
-    span = times[-1] - times[0] if len(times) > 1 else 0.0
     found: list[ObservationRecord] = []
     for loader in record.get("loaders", []):
         file, row = loader["file"], loader["row"]
-        fraction = loader["wait_s"] / span if span > 0 and loader["trains"] else None
+        fraction = _wait_fraction(record, loader["wait_s"]) if loader["trains"] else None
         use = (
             f"it fed training, and the loop waited for its batches {fraction:.0%} of each step"
             if fraction is not None

@@ -26,7 +26,7 @@ EXIT_INTERNAL = 70  # the runner itself failed (a bug of ours), never the script
 # Modes of a run.
 EQUIV = "equiv"  # recorded: losses, final state, diagnostics (never timed)
 TIME = "time"  # step clock and memory only
-PROBE = "probe"  # the runtime second opinion: what the script really does
+PROBE = "probe"  # an equivalence run that also records what the script really does
 
 # Messages torch gives when a script needs CUDA and the machine has none
 # (CPU wheel, CUDA wheel without a driver, without a device).

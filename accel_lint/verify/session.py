@@ -4,12 +4,13 @@
    weights are kept for alignment). When it stops with an error and some fixes
    declare that the original raises, the original with those fixes becomes the
    base every other run starts from, and those fixes are judged on it;
-2. at once (independent, `jobs` at a time): the original again (are two
-   identical runs bitwise equal?), the original perturbed (another thread
-   count and every weight moved by one ulp: the noise floor), the fixed script
-   with every fix, the probe (a short run of the original for the runtime
-   second opinion) and, when a fix is judged statistically, both scripts with
-   a few seed offsets;
+2. at once (independent, `jobs` at a time): the original again, as the probe
+   of the runtime second opinion (are two identical runs bitwise equal?), the
+   original perturbed (another thread count and every weight moved by one ulp:
+   the noise floor), the fixed script with every fix, the fixed script with
+   only the exact fixes when others are applied too (so that they can be held
+   to bitwise equality), and, when a fix is judged statistically, both scripts
+   with a few seed offsets;
 3. when a fix fails its class on the combined run and several rules' fixes
    were applied, each failing rule's fixes alone (`isolate`);
 4. timing (`speed`): each rule's fixes alone and all of them, against the
@@ -75,6 +76,7 @@ class Session:
         self.findings = list(findings)
         self.code_of = code_of
         self.target_torch = target_torch
+        self.total = 0
 
     def run(self) -> Report:
         self.scratch = Path(tempfile.mkdtemp(prefix="accel-lint-verify-"))
@@ -88,6 +90,7 @@ class Session:
 
     def runs(self, specs: Sequence[RunSpec], jobs: int | None = None) -> list[RunResult]:
         jobs = jobs or self.options.jobs
+        self._planned(specs)
         if self.executor is not None:
             results = self.executor(specs, jobs)
         else:
@@ -97,18 +100,30 @@ class Session:
         self.report.runs += [series(r) for r in results]
         return results
 
-    def _plan_total(self, device: str, pending: Sequence[FixItem], extra: int = 0) -> None:
+    def _planned(self, specs: Sequence[RunSpec]) -> None:
+        """Runs no plan foresaw (isolating a culprit, repairing the original) join
+        the total that "run k of N" shows."""
+        unplanned = sum(1 for spec in specs if spec.role in ("isolation", "repair"))
+        if unplanned:
+            self.total += unplanned
+            self.progress.total(self.total)
+
+    def _plan_total(self, device: str, pending: Sequence[FixItem], *, started: bool) -> None:
+        """The runs still to come: the equivalence batch (unless under way) and timing."""
         statistical = any(f.equivalence is Equivalence.STATISTICAL for f in pending)
-        equivalence = 5 + (2 * (self.options.seeds - 1) if statistical else 0)
+        batch = (
+            3 + bool(exact_group(pending)) + (2 * (self.options.seeds - 1) if statistical else 0)
+        )
         timing = speed.plan(pending, device).runs_per_round * self.options.repeat
-        self.progress.total(equivalence + timing + extra)
+        self.total = len(self.report.runs) + (0 if started else 1) + batch + timing
+        self.progress.total(self.total)
 
     # -- verification -------------------------------------------------------------------
 
     def _verify(self) -> None:
         planner = self.planner
         pending = list(self.fixes)
-        self._plan_total("cpu", pending)
+        self._plan_total("cpu", pending, started=False)
         reference = self.runs([planner.spec("original", None, save_state=True, dump_init=True)])[0]
         self.report.device = reference.device
         if not reference.ok:
@@ -122,13 +137,21 @@ class Session:
         self.report.torch = str(reference.first.get("torch_version", ""))
         if reference.device == "cuda" and self.options.nproc is None:
             planner.nproc = max(1, int(reference.first.get("device_count", 1)))
-        self._plan_total(reference.device, pending, len(self.report.runs) - 1)
+        self._plan_total(reference.device, pending, started=True)
         codes = frozenset(f.code for f in pending)
         statistical = any(f.equivalence is Equivalence.STATISTICAL for f in pending)
+        exact = exact_group(pending)
         state = reference.state_file
         other_threads = 2 if self.options.threads == 1 else 1
         specs = [
-            planner.spec("original (repeat)", None, reference=state),
+            # the repeat that shows whether two identical runs agree is also the probe
+            planner.spec(
+                "original (repeat, runtime second opinion)",
+                None,
+                reference=state,
+                mode=PROBE,
+                role="probe",
+            ),
             planner.spec(
                 f"original (noise: {other_threads} threads, weights moved 1 ulp)",
                 None,
@@ -138,23 +161,31 @@ class Session:
                 role="noise",
             ),
             planner.spec("fixed", codes),
-            planner.spec("original (runtime second opinion)", None, mode=PROBE, role="probe"),
         ]
+        if exact:
+            specs.append(planner.spec(f"fixed (exact fixes: {'+'.join(sorted(exact))})", exact))
         offsets = range(1, self.options.seeds) if statistical else range(0)
         specs += [planner.spec(f"original (seed +{k})", None, seed_offset=k) for k in offsets]
         specs += [planner.spec(f"fixed (seed +{k})", codes, seed_offset=k) for k in offsets]
         results = self.runs(specs)
-        repeat, perturbed, combined, probe = results[:4]
-        seeded_original = [reference, *results[4 : 4 + len(offsets)]]
-        combined_seeded = [combined, *results[4 + len(offsets) :]]
+        repeat, perturbed, combined = results[:3]
+        exact_run = results[3] if exact else None
+        rest = results[4 if exact else 3 :]
+        seeded_original = [reference, *rest[: len(offsets)]]
+        combined_seeded = [combined, *rest[len(offsets) :]]
         self.report.opinion = second_opinion(
-            self.findings, probe, reference, self.target.script, self.code_of
+            self.findings, repeat, reference, self.target.script, self.code_of
         )
         for run in (repeat, perturbed, *seeded_original[1:]):
             if not run.ok:
                 self._original_failed(run, pending)
                 return
         noise = _noise(reference, repeat, perturbed)
+        if not noise.deterministic:
+            # the probe's own hooks must not be what made it differ: ask a plain repeat
+            plain = self.runs([planner.spec("original (repeat)", None, reference=state)])[0]
+            if plain.ok:
+                noise = _noise(reference, plain, perturbed)
         self.report.noise = noise
         self.report.noise_series = [abs(a - b) for a, b in zip(reference.losses, perturbed.losses)]
         if not noise.deterministic:
@@ -163,11 +194,16 @@ class Session:
                 f"{cmp.fmt(noise.nondeterminism)}); exact fixes are judged against that noise"
             )
         judge = Judge(reference, noise, seeded_original)
-        if not all(r.ok for r in combined_seeded):
-            fixed_failed(combined_seeded, pending, planner, judge, self.runs, self.report)
+        runs_ok = all(r.ok for r in combined_seeded) and (exact_run is None or exact_run.ok)
+        if not runs_ok:
+            failed = [*combined_seeded, *([exact_run] if exact_run else [])]
+            fixed_failed(failed, pending, planner, judge, self.runs, self.report)
         else:
             for item in pending:
-                item.verdict = judge.judge(item, combined, combined_seeded)
+                # exact fixes are judged where only exact fixes were applied: a close
+                # fix beside them would make every loss merely close
+                run = exact_run if exact_run is not None and item.code in exact else combined
+                item.verdict = judge.judge(item, run, combined_seeded)
             failing = [f for f in pending if not f.verdict or not f.verdict.holds]
             isolate(failing, pending, planner, judge, self.runs, self.report, combined)
         self._installed_only(pending)
@@ -215,6 +251,7 @@ class Session:
                     codes,
                     save_state=True,
                     dump_init=True,
+                    role="repair",
                 )
             ]
         )[0]
@@ -246,6 +283,18 @@ class Session:
         for item in items:
             item.verdict = cmp.Verdict(cmp.NOT_VERIFIABLE, what)
         self.report.problem = problem_of(run)
+
+
+def exact_group(items: Sequence[FixItem]) -> frozenset[str]:
+    """The rules all of whose fixes are exact, when other rules' fixes are applied
+    too: run together on their own, they can be held to bitwise equality."""
+    codes = {f.code for f in items}
+    exact = {
+        code
+        for code in codes
+        if all(f.equivalence is Equivalence.EXACT for f in items if f.code == code)
+    }
+    return frozenset(exact) if exact and exact != codes else frozenset()
 
 
 def series(run: RunResult) -> RunSeries:

@@ -14,6 +14,7 @@ This package imports the standard library, the protocol module beside it, and
 torch (through the script's own import); nothing else of accel_lint.
 
     imports   run code right after the script imports torch
+    base      what the parts need of the runner (protocols)
     state     the runner of one process: counts, stop, record
     patches   what is installed into torch: seeds, threads, hooks, recorders
     models    root modules, names, snapshots, differences, initial weights
@@ -34,6 +35,7 @@ from types import ModuleType
 
 from ..protocol import CONFIG_ENV, EQUIV, RunConfig
 from .imports import PostImport, deterministic_inductor
+from .patches import install
 from .state import Runner
 
 
@@ -50,9 +52,9 @@ def activate(config: RunConfig | None = None, started: float | None = None) -> R
     sys.excepthook = runner.excepthook_wrapper(sys.excepthook)
     atexit.register(runner.at_exit)
     if "torch" in sys.modules:
-        runner.install(sys.modules["torch"])
+        install(runner, sys.modules["torch"])
         return runner
-    watch: dict[str, Callable[[ModuleType], None]] = {"torch": runner.install}
+    watch: dict[str, Callable[[ModuleType], None]] = {"torch": lambda torch: install(runner, torch)}
     if config["mode"] == EQUIV:
         watch["torch._inductor.config"] = deterministic_inductor
     sys.meta_path.insert(0, PostImport(watch))

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import LoaderRecord
+from .base import Host
 from .records import user_frame
-
-if TYPE_CHECKING:
-    from .state import Runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Loaders:
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Host) -> None:
         self.runner = runner
         self.loaders: list[LoaderRecord] = []
         self.current: int | None = None  # the loader that handed out the last batch

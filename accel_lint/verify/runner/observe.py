@@ -17,7 +17,7 @@ import contextlib
 import gc
 import os
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import (
     PROFILER_PATTERNS,
@@ -26,17 +26,15 @@ from ..protocol import (
     PatternResult,
     RuntimeRecord,
 )
+from .base import Host
 from .models import optimizer_params
 from .records import user_frame
-
-if TYPE_CHECKING:
-    from .state import Runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Observer:
-    def __init__(self, runner: Runner, torch: Any) -> None:
+    def __init__(self, runner: Host, torch: Any) -> None:
         self.runner = runner
         self.torch = torch
         self.torch_dir = os.path.dirname(torch.__file__) + os.sep
@@ -47,6 +45,8 @@ class Observer:
         self.conv_sites: dict[int, tuple[str, int] | None] = {}
         self.conv_outputs: dict[int, Any] = {}
         self.depth = 0
+        self.eval_forwards = 0  # top-level forwards in eval mode
+        self.eval_with_grad = 0  # ... with gradient recording on
         self.autocasts: set[tuple[str, str, bool]] = set()
         self.keep_sites: set[tuple[str, int]] = set()  # zero_grad(set_to_none=False) calls
         self.manual_sites: set[tuple[str, int]] = set()  # zero_()/fill_() on gradients
@@ -55,6 +55,7 @@ class Observer:
         self.zero_filled = 0  # backward passes that found zero-filled gradients
         self.backwards = 0
         self.empty_cache_calls = 0
+        self.script_set: dict[str, object] = {}  # backend flags the script itself set
         self.cuda = False
         self.profiler: Any = None
         self.profiled = False  # the profiler ran and was stopped
@@ -115,6 +116,44 @@ class Observer:
 
             torch.cuda.empty_cache = empty_cache
         self._wrap_backward(torch)
+        self._watch_flags(torch)
+
+    def _watch_flags(self, torch: Any) -> None:
+        """Record the backend flags the script sets (the equivalence runs set some of
+        their own before the script runs: those must not be taken for the script's)."""
+        observer = self
+        cudnn = type(torch.backends.cudnn)
+        for attr in ("benchmark", "deterministic", "allow_tf32"):
+            original = cudnn.__dict__.get(attr)
+            if original is None or not hasattr(original, "__set__"):
+                continue
+            setattr(cudnn, attr, _Watched(original, f"cudnn.{attr}", self.script_set))
+        with contextlib.suppress(AttributeError):
+            matmul: Any = type(torch.backends.cuda.matmul)
+            original_setattr: Any = matmul.__setattr__
+
+            def __setattr__(obj: Any, name: str, value: Any) -> None:
+                observer.script_set[f"cuda.matmul.{name}"] = value
+                original_setattr(obj, name, value)
+
+            matmul.__setattr__ = __setattr__
+        for function, name in (
+            ("set_float32_matmul_precision", "float32 matmul precision"),
+            ("use_deterministic_algorithms", "deterministic algorithms"),
+        ):
+            original_function = getattr(torch, function)
+
+            def recording(
+                value: Any,
+                *args: Any,
+                _name: str = name,
+                _f: Any = original_function,
+                **kwargs: Any,
+            ) -> Any:
+                observer.script_set[_name] = value
+                return _f(value, *args, **kwargs)
+
+            setattr(torch, function, recording)
 
     def _wrap_zero_grad(self, owner: Any) -> None:
         original = owner.zero_grad
@@ -206,6 +245,9 @@ class Observer:
     def _pre_forward(self, module: Any, args: Any) -> None:
         self.depth += 1
         torch = self.torch
+        if self.depth == 1 and not module.training:
+            self.eval_forwards += 1
+            self.eval_with_grad += int(torch.is_grad_enabled())
         if self.depth == 1 and not module.training and torch.is_grad_enabled():
             self.note(
                 "eval-without-no-grad",
@@ -275,18 +317,22 @@ class Observer:
                 f"torch.cuda.empty_cache() ran {self.empty_cache_calls} times in {steps} steps",
             )
 
+    def flag(self, name: str) -> object:
+        """A backend flag as the script has it: its own setting, else torch's default."""
+        return self.script_set.get(name, self.runner.defaults.get(name))
+
     def _first_step(self) -> None:
         torch = self.torch
         self.cuda = bool(torch.cuda.is_available() and torch.cuda.is_initialized())
-        backends = torch.backends
-        flags = [
-            f"cudnn.benchmark={backends.cudnn.benchmark}",
-            f"cudnn.deterministic={backends.cudnn.deterministic}",
-            f"float32 matmul precision {torch.get_float32_matmul_precision()!r}",
+        names = [
+            *self.runner.defaults,
+            *(n for n in self.script_set if n not in self.runner.defaults),
         ]
-        with contextlib.suppress(Exception):
-            flags.append(f"cuda.matmul.allow_tf32={backends.cuda.matmul.allow_tf32}")
-            flags.append(f"cudnn.allow_tf32={backends.cudnn.allow_tf32}")
+        flags = [
+            f"{name}={self.flag(name)!r}"
+            + (" (set by the script)" if name in self.script_set else "")
+            for name in names
+        ]
         self.configuration.append("backends: " + ", ".join(flags))
         for optimizer in self.runner.built:
             group = optimizer.param_groups[0] if optimizer.param_groups else {}
@@ -302,7 +348,8 @@ class Observer:
                     f"{type(optimizer).__name__} steps one tensor at a time (foreach=False) "
                     "on CUDA parameters",
                 )
-        if self.cuda and not backends.cudnn.benchmark and not backends.cudnn.deterministic:
+        deliberate = self.flag("cudnn.deterministic") or self.flag("deterministic algorithms")
+        if self.cuda and not self.flag("cudnn.benchmark") and not deliberate:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 convs = any(isinstance(o, torch.nn.modules.conv._ConvNd) for o in gc.get_objects())
@@ -332,6 +379,10 @@ class Observer:
         scalers = [s for s in self.runner.scalers if s.is_enabled()]
         self.configuration.append(
             "GradScaler: " + (", ".join(type(s).__name__ for s in scalers) or "none enabled")
+        )
+        self.configuration.append(
+            f"evaluation: {self.eval_forwards} top-level forward(s) in eval mode before the "
+            f"stop, {self.eval_with_grad} with gradient recording on"
         )
         return {
             "observations": self.observations,
@@ -447,3 +498,19 @@ def _matched(pattern: Any) -> list[Any]:
             return False
 
     return [event for event in pattern.eventTreeTraversal() if matches(event)]
+
+
+class _Watched:
+    """A property of torch's backend modules whose writes are recorded."""
+
+    def __init__(self, original: Any, name: str, table: dict[str, object]) -> None:
+        self.original = original
+        self.name = name
+        self.table = table
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self.original.__get__(obj, owner)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self.table[self.name] = value
+        self.original.__set__(obj, value)

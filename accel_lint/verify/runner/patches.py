@@ -11,17 +11,25 @@ import os
 import random
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .base import local
 from .imports import deterministic_inductor
-from .state import local
-
-if TYPE_CHECKING:
-    from .state import Runner
+from .loaders import Loaders
+from .models import Models
+from .observe import Observer
+from .state import Runner
 
 
 def install(runner: Runner, torch: Any) -> None:
+    """When the script has imported torch: set up this process's runner in it."""
+    if runner.torch is not None:
+        return
+    runner.torch = torch
+    runner.models = Models(torch)
+    runner.loaders = Loaders(runner)
     cfg = runner.cfg
+    runner.defaults = _backend_flags(torch)
     with contextlib.suppress(RuntimeError):
         torch.set_num_threads(cfg["threads"])
     _seed_all(torch, cfg["seed"] + cfg["seed_offset"])
@@ -44,17 +52,28 @@ def install(runner: Runner, torch: Any) -> None:
     _wrap_optimizer_init(runner, torch)
     assert runner.loaders is not None
     runner.loaders.install(torch)
-    if runner.equiv or runner.probe:
-        _wrap_grad_scaler(runner, torch)
     if runner.equiv:
+        _wrap_grad_scaler(runner, torch)
         _wrap_backward(runner, torch)
         _wrap_sampler(runner, torch)
         _wrap_save(runner, torch)
         _wrap_clip(runner, torch)
     if runner.probe:
-        from .observe import Observer
-
         runner.observer = Observer(runner, torch)
+
+
+def _backend_flags(torch: Any) -> dict[str, object]:
+    """The flags a script may set, before the equivalence runs set theirs."""
+    flags: dict[str, object] = {
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+        "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
+        "float32 matmul precision": torch.get_float32_matmul_precision(),
+    }
+    with contextlib.suppress(Exception):
+        flags["cudnn.allow_tf32"] = torch.backends.cudnn.allow_tf32
+        flags["cuda.matmul.allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
+    return flags
 
 
 def _seed_all(torch: Any, seed: int) -> None:

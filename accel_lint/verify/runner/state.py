@@ -11,7 +11,6 @@ import contextlib
 import gc
 import os
 import sys
-import threading
 import time
 import traceback
 import warnings
@@ -33,31 +32,31 @@ from ..protocol import (
     needs_cuda,
 )
 from . import records
-from .loaders import Loaders
+from .base import Watcher
 from .models import Models, optimizer_params
 
 if TYPE_CHECKING:
-    from .observe import Observer
+    from .loaders import Loaders
 
 # Approximately the process's start: sitecustomize loads the runner before anything
 # else (a process forked by the warm interpreter resets it, see `server`).
 PROCESS_START = time.perf_counter()
 PROGRESS_EVERY_S = 0.2
 
-local = threading.local()
-
 
 class Runner:
     def __init__(self, config: RunConfig, started: float = PROCESS_START) -> None:
         self.cfg = config
-        self.equiv = config["mode"] == EQUIV
+        # a probe is an equivalence run that also watches what the script does
+        self.equiv = config["mode"] in (EQUIV, PROBE)
         self.probe = config["mode"] == PROBE
         self.started = started
         self.pid = os.getpid()
         self.torch: Any = None
         self.models: Models | None = None
         self.loaders: Loaders | None = None
-        self.observer: Observer | None = None  # probe mode
+        self.observer: Watcher | None = None  # probe mode
+        self.defaults: dict[str, object] = {}  # backend flags before the runner set any
         self.active = False  # built an optimizer or ran a backward pass
         self.finishing = False
         self.error: ErrorRecord | None = None
@@ -80,16 +79,6 @@ class Runner:
         self.scalers: list[Any] = []  # GradScalers that scaled a loss
         self._progress_fd: int | None = None
         self._progress_at = 0.0
-
-    def install(self, torch: Any) -> None:
-        if self.torch is not None:
-            return
-        from .patches import install
-
-        self.torch = torch
-        self.models = Models(torch)
-        self.loaders = Loaders(self)
-        install(self, torch)
 
     # -- events ---------------------------------------------------------------------
 
@@ -157,10 +146,10 @@ class Runner:
             # several optimizers (GAN): stop before the primary's step N+1, so that
             # every optimizer has made its step N
             self.finish("steps")
+        if self.observer is not None:
+            self.observer.pre_step(optimizer)
         if self.equiv:
             self.scan_grads(optimizer)
-        elif self.observer is not None:
-            self.observer.pre_step(optimizer)
 
     def post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.finishing:
