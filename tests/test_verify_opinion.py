@@ -260,7 +260,9 @@ def test_the_probe_reports_what_the_static_rules_missed(tmp_path: Path) -> None:
     project.mkdir()
     script = project / "train.py"
     script.write_text(textwrap.dedent(RUNTIME_ONLY).lstrip(), encoding="utf-8")
-    report = _verify(script, tmp_path, "--steps", "12")
+    # --python: the interpreter named explicitly (checked for torch before anything else)
+    report = _verify(script, tmp_path, "--steps", "12", "--python", sys.executable)
+    assert report["python"] == f"{sys.executable} (Python {sys.version.split()[0]})"
     # statically only the conv bias is found (the worker count comes from the environment)
     assert [f["code"] for f in report["fixes"]] == ["ACL201"]
     assert _seen(report) == {("ACL201", 28): "seen"}

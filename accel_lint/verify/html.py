@@ -5,6 +5,7 @@ log scale, and the speed and memory of each fix as bars."""
 
 from __future__ import annotations
 
+import math
 from html import escape
 from pathlib import Path
 
@@ -75,7 +76,7 @@ def _meta(report: Report) -> str:
         bits.append(f"torch {report.torch}")
     if report.python:
         bits.append(report.python)
-    bits.append(f"{report.steps} steps per run")
+    bits.append(f"runs stop after {report.steps} steps")
     bits.append(f"{report.repeat} timing rounds" if report.repeat else "no timing")
     return " · ".join(bits)
 
@@ -90,10 +91,8 @@ def _summary(report: Report) -> str:
     kind = {0: "ok", 1: "bad"}.get(report.exit_code, "warn")
     unsafe = sum(1 for f in report.fixes if f.applicability == "unsafe")
     words = ", ".join(f"{n} {v}" for v, n in counts.items())
-    return (
-        f'<p class="summary {kind}">{len(report.fixes)} fixes verified ({unsafe} unsafe): '
-        f"{escape(words)}</p>"
-    )
+    fixes = f"{len(report.fixes)} fix{'es' if len(report.fixes) != 1 else ''}"
+    return f'<p class="summary {kind}">{fixes} verified ({unsafe} unsafe): {escape(words)}</p>'
 
 
 def _verdicts(report: Report) -> str:
@@ -208,7 +207,8 @@ def _curves(report: Report) -> str:
     )
     differences: list[float | None] = [abs(a - b) for a, b in zip(original.losses, fixed.losses)]
     positive = [d for d in differences if d] + [d for d in noise if d]
-    floor = min(positive) / 10 if positive else 1e-12
+    # zero (bitwise equal) sits on the chart's bottom line, a decade below the smallest
+    floor = 10 ** (math.floor(math.log10(min(positive))) - 1) if positive else 1e-12
     diff_lines = [
         Line(
             "|fixed - original|",
@@ -223,6 +223,14 @@ def _curves(report: Report) -> str:
             Line("noise floor: |perturbed - original|", [max(d, floor) for d in noise], NOISE, 1.5)
         )
     zeros = sum(1 for d in differences if d == 0)
+    quiet = sum(1 for d in noise if d == 0)
+    notes = []
+    if zeros:
+        notes.append(f"{zeros} of {n} passes are bitwise equal (hollow points on the bottom line).")
+    if quiet:
+        notes.append(
+            f"The perturbed run matched the original exactly on {quiet} passes (no gray point)."
+        )
     diff_chart = line_chart(
         Chart(
             "Per-step loss difference (log scale)",
@@ -232,11 +240,7 @@ def _curves(report: Report) -> str:
             log=True,
             floor=floor,
             height=240,
-            note=(
-                f"{zeros} of {n} passes are bitwise equal (hollow points on the bottom line)."
-                if zeros
-                else ""
-            ),
+            note=" ".join(notes),
         )
     )
     return f'<h2 id="equivalence">Equivalence</h2>{loss_chart}{diff_chart}'
@@ -265,7 +269,12 @@ def _speed(report: Report) -> str:
             device = side.device_peak_bytes
             extra = f" (device {device / 2**20:,.0f} MiB)" if device else ""
             memory_bars.append(
-                Bar(name, memory / 2**20, color=color, text=f"{memory / 2**20:,.0f} MiB{extra}")
+                Bar(
+                    name,
+                    memory / 2**20,
+                    color=ORIGINAL if variant is None else NEUTRAL,
+                    text=f"{memory / 2**20:,.0f} MiB{extra}",
+                )
             )
     absent = "".join(
         f"<li><b>{escape(code)}</b>: {NOT_APPLICABLE}: {escape(why)}</li>"

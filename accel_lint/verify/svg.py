@@ -55,14 +55,17 @@ class Chart:
     note: str = ""
 
 
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+def nice_ticks(low: float, high: float, count: int = 5, *, integer: bool = False) -> list[float]:
     if not math.isfinite(low) or not math.isfinite(high):
         return []
     if high <= low:
         high = low + (abs(low) or 1.0)
     raw = (high - low) / count
     magnitude = 10 ** math.floor(math.log10(raw))
-    step = min((m * magnitude for m in (1, 2, 2.5, 5, 10)), key=lambda c: abs(c - raw))
+    steps = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
+    step = min((m * magnitude for m in steps), key=lambda c: abs(c - raw))
+    if integer:
+        step = max(step, 1.0)
     first = math.ceil(low / step) * step
     ticks = []
     value = first
@@ -138,7 +141,7 @@ def line_chart(chart: Chart) -> str:
         if TOP - 0.5 <= y <= TOP + plot_h + 0.5:
             parts.append(_rule(LEFT, LEFT + plot_w, y, y, "grid"))
             parts.append(_text(LEFT - 6, y + 4, _fmt(tick), anchor="end"))
-    for tick in nice_ticks(1, max(n, 2), 8):
+    for tick in nice_ticks(1, max(n, 2), 8, integer=True):
         index = int(tick) - 1
         if 0 <= index < n:
             parts.append(_text(x_of(index), TOP + plot_h + 16, str(int(tick)), anchor="middle"))
@@ -163,17 +166,22 @@ def line_chart(chart: Chart) -> str:
     for line in chart.lines:
         segments: list[list[str]] = [[]]
         for i, v in enumerate(line.values):
-            if v is None or (chart.log and v <= 0 and chart.floor is None):
+            # a value on a log chart's floor stands for zero: a point, not a line
+            on_floor = chart.log and chart.floor is not None and v is not None and v <= chart.floor
+            if v is None or on_floor or (chart.log and v <= 0):
                 segments.append([])
                 continue
             segments[-1].append(f"{x_of(i):.1f},{y_of(v):.1f}")
         dash = f' stroke-dasharray="{line.dash}"' if line.dash else ""
-        parts.extend(
-            f'<polyline points="{" ".join(segment)}" fill="none" stroke="{line.color}" '
-            f'stroke-width="{line.width}"{dash} stroke-linejoin="round"/>'
-            for segment in segments
-            if len(segment) > 1
-        )
+        for segment in segments:
+            if len(segment) > 1:
+                parts.append(
+                    f'<polyline points="{" ".join(segment)}" fill="none" stroke="{line.color}" '
+                    f'stroke-width="{line.width}"{dash} stroke-linejoin="round"/>'
+                )
+            elif segment and not line.markers:  # a lone value between gaps: a dot
+                cx, cy = segment[0].split(",")
+                parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{line.color}"/>')
         if line.markers or n == 1:
             for i, v in enumerate(line.values):
                 if v is None:
