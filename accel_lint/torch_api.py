@@ -282,3 +282,9 @@ OPTIMIZER_BASE = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Opti
 
 USE_DETERMINISTIC_ALGORITHMS = frozenset({"torch.use_deterministic_algorithms"})
 CUDNN_DETERMINISTIC = "torch.backends.cudnn.deterministic"
+
+# -- other libraries -------------------------------------------------------------------
+
+# apex's own mixed precision (deprecated by apex in favour of torch.amp)
+APEX_AMP = _spellings(("apex.amp", "apex.amp.frontend", "apex.amp.handle"), ("initialize", "init"))
+APEX_AMP |= _spellings(("apex.amp", "apex.amp.handle"), ("scale_loss",))

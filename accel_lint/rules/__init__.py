@@ -51,6 +51,8 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry("ACL304", "deprecated_cuda_amp.DeprecatedCudaAmp", (b"amp",)),
     RuleEntry("ACL305", "clip_scaled_gradients.ClipScaledGradients", (b"clip_grad",)),
+    RuleEntry("ACL306", "apex_amp.ApexAmp", (b"apex",)),
+    RuleEntry("ACL312", "grad_scaler_with_bf16.GradScalerWithBf16", (b"GradScaler",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
         "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL
