@@ -21,6 +21,7 @@ class Tree:
         self.facts = facts
         self._parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self._names: dict[str, list[tuple[cst.Name, Scope]]] = {}
+        self._labels: set[str] = set()  # attribute, def and parameter names
         stack: list[tuple[cst.CSTNode, Scope]] = [(facts.module, facts.module_scope)]
         scope_of = facts.scope_of
         while stack:
@@ -28,6 +29,10 @@ class Tree:
             inner = scope_of.get(node, scope)
             if isinstance(node, cst.Name):
                 self._names.setdefault(node.value, []).append((node, scope))
+            elif isinstance(node, cst.Attribute):
+                self._labels.add(node.attr.value)
+            elif isinstance(node, (cst.FunctionDef, cst.Param)):
+                self._labels.add(node.name.value)
             for name in child_fields(type(node)):
                 value = getattr(node, name)
                 children = value if isinstance(value, (list, tuple)) else (value,)
@@ -59,6 +64,10 @@ class Tree:
         """Every `Name` node spelled `name` that is a use (not an attribute's or a
         keyword's label, not an import), with the scope it is read in."""
         return self._names.get(name, [])
+
+    def spelled(self) -> set[str]:
+        """Every identifier the file spells: names, attributes, defs and parameters."""
+        return self._labels | self._names.keys()
 
     def references(self, binding: Binding) -> list[tuple[cst.Name, Scope]]:
         """Reads (and rebinds) of the name whose visible bindings include `binding`."""
