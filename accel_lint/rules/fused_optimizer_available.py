@@ -37,6 +37,10 @@ class FusedOptimizerAvailable(Rule):
             if "fused" in keywords:
                 continue
             name = torch_class.rsplit(".", 1)[-1]
+            target = self.ctx.target_torch
+            since = _FUSED_SINCE.get(name)
+            if target is not None and since is not None and target < since:
+                continue  # not available on the oldest torch the code supports
             message = (
                 f"{name} runs its update as foreach kernels (the CUDA default); "
                 "`fused=True` does the whole update in one kernel per parameter group"
@@ -54,10 +58,6 @@ class FusedOptimizerAvailable(Rule):
     def _no_fix(self, name: str, keywords: dict[str, cst.BaseExpression]) -> str | None:
         if self.facts.calls_resolving_to(APEX_AMP):
             return "apex.amp wraps the optimizer's step, which the fused kernels do not expect"
-        target = self.ctx.target_torch
-        since = _FUSED_SINCE.get(name)
-        if target is not None and since is not None and target < since:
-            return f"`fused=True` needs torch {since[0]}.{since[1]} for {name}"
         for key in ("foreach", "differentiable"):
             value = keywords.get(key)
             if value is not None and not (isinstance(value, cst.Name) and value.value == "False"):
