@@ -279,6 +279,14 @@ class DeprecatedCudaAmp(Rule):
                         ),
                     )
                     position += 1
+        before = call.whitespace_before_args
+        if isinstance(before, cst.ParenthesizedWhitespace):
+            # one argument per line: the device type takes a line of its own
+            device_arg = device_arg.with_changes(
+                comma=cst.Comma(
+                    whitespace_after=before.with_changes(first_line=cst.TrailingWhitespace())
+                )
+            )
         if not args:
             device_arg = device_arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return call.with_changes(func=func, args=[device_arg, *args])

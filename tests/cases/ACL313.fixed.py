@@ -1,0 +1,26 @@
+# target-torch: 2.9
+# ACL313: the legacy TF32 switches, rewritten to fp32_precision.
+import torch
+from torch.backends import cudnn
+
+torch.backends.cuda.matmul.fp32_precision = "tf32"  # TF32 for matmuls
+cudnn.conv.fp32_precision = "ieee"
+cudnn.rnn.fp32_precision = "ieee"
+torch.backends.cuda.matmul.fp32_precision = "tf32"
+torch.backends.cudnn.conv.fp32_precision = "tf32"
+torch.backends.cudnn.rnn.fp32_precision = "tf32"
+
+
+def configure(tf32):
+    torch.backends.cuda.matmul.fp32_precision = "tf32" if tf32 else "ieee"
+
+
+# should not flag: one API chosen by version
+if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+    torch.backends.cuda.matmul.fp32_precision = "tf32"
+else:
+    torch.backends.cuda.matmul.allow_tf32 = True
+try:
+    torch.backends.cudnn.conv.fp32_precision = "tf32"
+except AttributeError:
+    torch.backends.cudnn.allow_tf32 = True
