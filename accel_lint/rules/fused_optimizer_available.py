@@ -9,6 +9,7 @@ import libcst as cst
 
 from accel_lint.edits import add_keyword
 from accel_lint.facts.optimizers import Optimizers
+from accel_lint.facts.torch_objects import TorchObjects
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import APEX_AMP, FUSED_OPTIMIZERS
 
@@ -27,8 +28,8 @@ class FusedOptimizerAvailable(Rule):
     )
 
     def finish(self) -> None:
-        if not self.facts.touches_cuda:
-            return
+        if not self.facts.touches_cuda or TorchObjects.of(self.facts).captures_cuda_graphs():
+            return  # a captured step has its own rules (capturable state, static tensors)
         for site, torch_class in Optimizers.of(self.facts).built(FUSED_OPTIMIZERS):
             call = site.node
             if any(arg.star == "**" for arg in call.args):
