@@ -153,6 +153,23 @@ class Tf32LegacyApi(Rule):
                 "the file sets a backend-wide `fp32_precision`, which the per-operator settings "
                 "inherit; choose them by hand"
             )
+        value = setting.assign.value
+        literal = value.value if isinstance(value, cst.Name) else None
+        keeps = "False" if setting.legacy == TF32_LEGACY_MATMUL else "True"
+        if literal != keeps:
+            # the new API leaves the legacy state at its default; every later read of it
+            # (by another module, torch.compile's autotuning, Lightning) would raise
+            if setting.legacy == TF32_LEGACY_MATMUL:
+                return (
+                    "torch 2.13 raises on any later read of the legacy flag once only "
+                    '`fp32_precision = "tf32"` is set; `torch.set_float32_matmul_precision'
+                    '("high")` sets both, or migrate every reader of the project at once'
+                )
+            return (
+                "torch 2.13 raises on any later read of `torch.backends.cudnn.allow_tf32` "
+                "once cuDNN's `fp32_precision` is set to something else than tf32; "
+                "migrate every reader of the project at once"
+            )
         reader = self._legacy_reader()
         if reader is not None:
             return reader

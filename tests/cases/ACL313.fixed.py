@@ -1,19 +1,13 @@
 # target-torch: 2.9
-# ACL313: the legacy TF32 switches, rewritten to fp32_precision.
+# ACL313: the legacy TF32 switches, rewritten to fp32_precision where the rewrite keeps
+# torch's legacy state as it was (matmuls exact, cuDNN allowed TF32: the defaults).
 import torch
 from torch.backends import cudnn
 
-torch.backends.cuda.matmul.fp32_precision = "tf32"  # TF32 for matmuls
-cudnn.conv.fp32_precision = "ieee"
-cudnn.rnn.fp32_precision = "ieee"
-torch.backends.cuda.matmul.fp32_precision = "tf32"
-torch.backends.cudnn.conv.fp32_precision = "tf32"
-torch.backends.cudnn.rnn.fp32_precision = "tf32"
-
-
-def configure(tf32):
-    torch.backends.cuda.matmul.fp32_precision = "tf32" if tf32 else "ieee"
-
+torch.backends.cuda.matmul.fp32_precision = "ieee"  # exact float32 matmuls
+cudnn.conv.fp32_precision = "tf32"
+cudnn.rnn.fp32_precision = "tf32"
+torch.backends.cudnn.conv.fp32_precision = "tf32"; torch.backends.cudnn.rnn.fp32_precision = "tf32"; x = 1
 
 # should not flag: one API chosen by version
 if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
