@@ -33,10 +33,11 @@ class Tree:
                 self._labels.add(node.attr.value)
             elif isinstance(node, (cst.FunctionDef, cst.Param)):
                 self._labels.add(node.name.value)
-            for name in child_fields(type(node)):
+            # pushed in reverse so that nodes are met in source order
+            for name in reversed(child_fields(type(node))):
                 value = getattr(node, name)
                 children = value if isinstance(value, (list, tuple)) else (value,)
-                for child in children:
+                for child in reversed(children):
                     if isinstance(child, cst.CSTNode):
                         self._parent[child] = node
                         # a def's decorators and defaults belong to the enclosing scope
