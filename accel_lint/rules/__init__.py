@@ -49,7 +49,11 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
-    RuleEntry("ACL304", "deprecated_cuda_amp.DeprecatedCudaAmp", (b"amp",)),
+    RuleEntry(
+        "ACL304",
+        "deprecated_cuda_amp.DeprecatedCudaAmp",
+        (b"cuda.amp", b"cpu.amp", b"import amp", b"custom_fwd", b"custom_bwd"),
+    ),
     RuleEntry("ACL305", "clip_scaled_gradients.ClipScaledGradients", (b"clip_grad",)),
     RuleEntry("ACL306", "apex_amp.ApexAmp", (b"apex",)),
     RuleEntry(

@@ -54,6 +54,12 @@ class DeprecatedCudaAmp(Rule):
         target = self.ctx.target_torch
         if target is not None and target < DEPRECATED_AMP_SINCE:
             return
+        spelled = any(self.facts.attributes_named(name) for name in _NAMES)
+        if not spelled and not any(
+            b.target in DEPRECATED_AMP or b.target in DEPRECATED_AMP_MODULES
+            for b in self._import_bindings()
+        ):
+            return  # nothing can denote the old API: no need for the tree
         self.tree = Tree.of(self.facts)
         mentions = list(self._mentions())
         if not mentions:
