@@ -9,11 +9,14 @@ to a watchdog for seconds, and anything that detached.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -152,10 +155,37 @@ def command(target: Target, launch: Launch) -> list[str]:
     return [target.python, script, *target.args]
 
 
+# multiprocessing puts a DataLoader worker's socket at
+# $TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX (32 bytes after TMPDIR), and a Unix
+# socket path holds at most 107: past that the workers hang instead of failing.
+SOCKET_PATH_MAX = 107
+MULTIPROCESSING_SUFFIX = 32
+_short_tmpdirs: list[str] = []
+
+
+def socket_safe_tmpdir(tmpdir: str) -> str:
+    """`tmpdir` when DataLoader workers can open their sockets under it, else a
+    short directory under the system's /tmp made once per process and removed at
+    its exit (the user's TMPDIR can be long; pytest's tmp_path under xdist is)."""
+    if len(os.fsencode(tmpdir)) + MULTIPROCESSING_SUFFIX <= SOCKET_PATH_MAX:
+        return tmpdir
+    if not _short_tmpdirs:
+        for root in ("/tmp", "/var/tmp", "/dev/shm"):
+            if os.path.isdir(root) and os.access(root, os.W_OK | os.X_OK):
+                made = tempfile.mkdtemp(prefix="acl-", dir=root)
+                atexit.register(shutil.rmtree, made, True)
+                _short_tmpdirs.append(made)
+                break
+        else:
+            return tmpdir  # nowhere shorter to go; the script's own temporary files stay put
+    return _short_tmpdirs[0]
+
+
 def environment(
     config: RunConfig | None, threads: int, marker: str, base: dict[str, str] | None = None
 ) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
+    env["TMPDIR"] = socket_safe_tmpdir(env.get("TMPDIR") or tempfile.gettempdir())
     previous = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(HOOK_DIR) + (os.pathsep + previous if previous else "")
     if config is not None:
@@ -226,9 +256,9 @@ def run(
     if progress is not None:
         progress.started(spec, out / "progress")
     marker = processes.new_marker()
-    # TMPDIR stays the user's: a longer one (inside the scratch) overflows the 108-byte
-    # limit of the Unix socket paths DataLoader workers pass tensors through, and the
-    # workers hang (docs/verifier.md, "Socket paths").
+    # TMPDIR stays the user's unless it is too long for the Unix socket paths
+    # DataLoader workers pass tensors through (socket_safe_tmpdir); never one inside
+    # the scratch copy, which would always be too long (docs/verifier.md, "Socket paths").
     env = environment(config_for(target, spec, out), spec.threads, marker)
     busy_before, ours_before = _busy_cpu_seconds(), _children_cpu_seconds()
     started = time.perf_counter()

@@ -23,6 +23,7 @@ import os
 import select
 import signal
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -116,6 +117,7 @@ def _child(request: SpawnRequest) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        tempfile.tempdir = None  # read TMPDIR again: the run's, not the server's cached one
         script = request["script"]
         sys.argv = list(request["argv"])
         sys.path[0] = os.path.dirname(script)
