@@ -195,6 +195,7 @@ def test_sigterm_ends_every_run_and_removes_the_scratch(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     pids = tmp_path / "pids"
     grandchild = tmp_path / "grandchild.pid"
+    run_tmpdir = tmp_path / "run_tmpdir"
     project = tmp_path / "project"
     project.mkdir()
     script = project / "train.py"
@@ -210,6 +211,8 @@ def test_sigterm_ends_every_run_and_removes_the_scratch(tmp_path: Path) -> None:
                 subprocess.Popen([sys.executable, "-c", {GRANDCHILD!r}, {str(grandchild)!r}])
                 while not os.path.exists({str(grandchild)!r}):
                     time.sleep(0.01)
+                with open({str(run_tmpdir)!r}, "w") as fh:
+                    fh.write(os.environ["TMPDIR"])
                 with open({str(pids)!r}, "w") as fh:
                     fh.write(str(os.getpid()))
                 time.sleep(600)
@@ -220,8 +223,9 @@ def test_sigterm_ends_every_run_and_removes_the_scratch(tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    # a TMPDIR too long for DataLoader sockets: the runs get a short one, which goes too
+    scratch = tmp_path / "tmp" / ("t" * 80)
+    scratch.mkdir(parents=True)
     env = {**os.environ, "TMPDIR": str(scratch), "NO_COLOR": "1"}
     proc = subprocess.Popen(
         [
@@ -257,3 +261,5 @@ def test_sigterm_ends_every_run_and_removes_the_scratch(tmp_path: Path) -> None:
     assert not _alive(script_pid) and not _alive(detached)
     left = [p.name for p in scratch.iterdir() if p.name.startswith("accel-lint-verify-")]
     assert left == []
+    short = Path(run_tmpdir.read_text())
+    assert len(os.fsencode(short)) < len(os.fsencode(scratch)) and not short.exists()
