@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, cli
 
 FIXTURES = ROOT / "fixtures"
 
@@ -103,6 +103,78 @@ def test_the_parent_never_imports_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "False"
+
+
+class _Planned(KeyboardInterrupt):
+    """Raised by the stand-in session: the fixes are known, nothing is run."""
+
+
+@pytest.mark.parametrize("fixture", sorted(p.parent.name for p in FIXTURES.glob("*/train.py")))
+def test_every_fixture_with_no_option_judges_every_fix_that_check_offers(
+    fixture: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`verify FIXTURE` with no option: one row per fix `check` offers, safe or
+    unsafe, none left out. The session is a stand-in that records the rows it is
+    given (no run is started); the warm interpreter is one that is ready at once."""
+    from accel_lint.verify import session, warm
+
+    given: list[Any] = []
+
+    class Session:
+        def __init__(self, target: Any, text: str, fixed_with: Any, fixes: Any, *a: Any, **k: Any):
+            given.extend(fixes)
+
+        def run(self) -> Any:
+            raise _Planned
+
+    class Warm:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def hello(self, timeout: float) -> dict[str, str]:
+            return {"torch": "stand-in", "python": "3", "error": ""}
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(session, "Session", Session)
+    monkeypatch.setattr(warm, "WarmInterpreter", Warm)
+    script = FIXTURES / fixture / "train.py"
+    spec = json.loads((FIXTURES / fixture / "run.json").read_text(encoding="utf-8"))
+    flags = ["--torchrun"] if spec.get("torchrun") else []
+    checked = cli("check", str(script), "--output-format", "json", cwd=tmp_path)
+    offered, fixes = [], []
+    for d in json.loads(checked.stdout):
+        # findings that share one fix (an import and its call sites) are one row
+        if d["fix"] is not None and (d["code"], d["fix"]) not in fixes:
+            fixes.append((d["code"], d["fix"]))
+            offered.append((d["code"], d["location"]["row"], d["fix"]["applicability"]))
+    offered.sort()
+    assert offered, f"{fixture} has no fix to verify"
+    ran = cli("verify", str(script), *flags, "--", *spec["args"], cwd=tmp_path)
+    assert ran.returncode == 130 and "interrupted" in ran.stderr, ran.stderr
+    assert sorted((f.code, f.row, f.applicability) for f in given) == offered
+
+
+def test_findings_that_share_one_fix_are_one_row_and_none_is_called_unfixed() -> None:
+    from accel_lint.cli.verify import fix_items
+    from accel_lint.config import load_settings
+    from accel_lint.engine import analyze, diagnostics, rules_for
+    from accel_lint.fixer import fix_source
+    from accel_lint.source import decode
+
+    script = FIXTURES / "cuda_amp_script" / "train.py"
+    data = script.read_bytes()
+    source = decode(data)
+    settings = load_settings(search_from=script.parent, unsafe_fixes=True)
+    rules = rules_for(settings.codes_for(str(script)), data)
+    found = diagnostics(analyze(str(script), source, settings, rules))
+    # the import and both call sites are rewritten by one fix the two findings share
+    assert [(d.code, d.row) for d in found] == [("ACL304", 48), ("ACL304", 55)]
+    applied = fix_source(str(script), source, settings, rules, unsafe=True).applied
+    items, unfixed = fix_items(applied, found, str(script), unsafe=True)
+    assert [(i.code, i.row) for i in items] == [("ACL304", 48)]
+    assert unfixed == []
 
 
 def test_nothing_to_fix_is_nothing_to_verify(tmp_path: Path) -> None:

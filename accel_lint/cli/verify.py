@@ -383,8 +383,9 @@ def fix_items(
     applied: Sequence[AppliedFix], found: Sequence[Diagnostic], filename: str, unsafe: bool
 ) -> tuple[list[FixItem], list[Unfixed]]:
     """One item per applied fix, with the place and applicability of the finding it
-    fixes (matched by rule and fix message, in order) and its rule's declaration;
-    and the findings left without a fix, with the reason."""
+    fixes (matched by rule and fix message, in order; findings that one fix
+    removes together are one item) and its rule's declaration; and the findings
+    left without a fix, with the reason."""
     from accel_lint.rule import FixSafety
     from accel_lint.verify.report import FixItem, Unfixed
 
@@ -412,15 +413,22 @@ def fix_items(
                 applicability=(finding.fix_safety if finding else None) or rule.fix_safety.value,
             )
         )
+    # The fixer repeats until no allowed fix is left, so a finding whose allowed fix
+    # was never applied was removed by another fix: one of its rule with the same
+    # message when its fixes overlap (a rewritten import and its call sites).
+    fixed_together = {(i.code, i.message) for i in items}
     unfixed = []
     for d in found:
         if d.has_fix and d not in open_findings:
             continue
+        left_out = d.fix_safety == "unsafe" and not unsafe
+        if d.has_fix and not left_out and (d.code, d.fix_message) in fixed_together:
+            continue
         if d.has_fix:
             why = (
                 "its fix is unsafe, and --no-unsafe-fixes leaves it out"
-                if d.fix_safety == "unsafe" and not unsafe
-                else "its fix was not applied (it overlaps another fix)"
+                if left_out
+                else "another fix removed it (its own fix overlapped that one)"
             )
         elif d.no_fix_reason:
             why = f"no fix: {d.no_fix_reason}"
