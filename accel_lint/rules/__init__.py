@@ -51,6 +51,7 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL104", "workers_restarted_each_epoch.WorkersRestartedEachEpoch", LOADER),
     RuleEntry("ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
+    RuleEntry("ACL203", "tensor_created_then_moved.TensorCreatedThenMoved", (b".cuda(", b".to(")),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
