@@ -113,10 +113,12 @@ def test_the_files_device_stands_in_only_where_nothing_says() -> None:
         model.cuda()
         def helper(x, device):
             return x.to(device)
+        def convert(x, dtype):
+            return x.to(dtype)
         y.to(x.device)
     """
-    assert _kinds(source) == [A, A]
-    assert _kinds(source, certain=True) == [U, U]
+    assert _kinds(source) == [A, U, A]
+    assert _kinds(source, certain=True) == [U, U, U]
     cpu_only = """
         def helper(x, device):
             return x.to(device)

@@ -49,7 +49,9 @@ from engine import train_one_epoch
 
 
 def test_reads_through_names_wrappers_and_calls() -> None:
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 def train(loader):
     for i, (x, y) in enumerate(tqdm(loader)):
         pass
@@ -63,6 +65,7 @@ def main(ds):
     batches = iter(val_loader)
     print(len(train_loader))
 """
+    )
     assert _reads(source) == [
         ("for i, (x, y) in enumerate(tqdm(loader)):", ["train_loader"]),
         ("train_one_epoch(model, val_loader)", ["val_loader"]),
@@ -71,7 +74,9 @@ def main(ds):
 
 
 def test_loaders_from_helpers_dicts_lists_and_self() -> None:
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 def build(ds):
     return DataLoader(ds, num_workers=2), DataLoader(ds, num_workers=1)
 
@@ -95,6 +100,7 @@ def main(ds):
         for x in loader:
             pass
 """
+    )
     facts, flow = _flow(source)
     reads = {_line(facts, r.place): r.loaders for r in flow.reads()}
     assert set(reads) == {
@@ -109,7 +115,9 @@ def main(ds):
 
 
 def test_unseen_paths_make_the_answer_incomplete() -> None:
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 def main(ds, accelerator):
     loader = DataLoader(ds)
     loader = accelerator.prepare(loader)
@@ -120,6 +128,7 @@ def run(loader):
     for x in loader:
         pass
 """
+    )
     facts, flow = _flow(source)
     loop, handed = flow.reads()  # `prepare` is code of another module handed the loader
     assert _line(facts, handed.place) == "accelerator.prepare(loader)"
@@ -139,7 +148,9 @@ for x in loader:
 
 
 def test_batch_targets() -> None:
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 loader = DataLoader(ds)
 for i, (x, y) in enumerate(loader):
     pass
@@ -149,6 +160,7 @@ pbar = tqdm(loader)
 for batch in pbar:
     pass
 """
+    )
     facts, flow = _flow(source)
     got = []
     for site in facts.loop_sites.values():

@@ -9,12 +9,14 @@ assignment in the file (and the argparse default), parameters through the file's
 calls of their function, and the file's own functions through their returns. A
 path the file does not show (a parameter nobody in the file passes, a value from
 another module) makes the answer unknown, except that a tensor's or module's own
-`.device`, and a parameter of a function the file never calls, follow "the file's
-device": an accelerator when the file moves data to one.
+`.device`, and a parameter named for a device (`device`, `target_device`) of a
+function the file never calls, follow "the file's device": an accelerator when the
+file moves data to one.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from enum import Enum
 
@@ -28,6 +30,8 @@ from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolve
 from accel_lint.torch_api import ACCELERATOR_DEVICES, ACCELERATOR_TYPES, TORCH_DEVICE
 
 _MAX_DEPTH = 6
+# `device`, `dev`, `target_device`, `device_id`: a parameter that holds a device.
+_DEVICE_NAME = re.compile(r"^(?:.*_)?(?:device|dev)(?:_.*)?$")
 
 
 class DeviceKind(Enum):
@@ -167,7 +171,10 @@ class Devices:
         index = positional.index(param) if param in positional else None
         invocations = self.calls.invocations(func)
         if not invocations:
-            return self.file_device
+            # nobody in the file passes it: a parameter named for a device gets the
+            # file's device; anything else (a dtype, a tensor) stays unknown
+            named = _DEVICE_NAME.match(param.name.value) is not None
+            return self.file_device if named else DeviceKind.UNKNOWN
         kinds: list[DeviceKind] = []
         for site, offset in invocations:
             value = argument_for(site.node, param.name.value, index, offset)

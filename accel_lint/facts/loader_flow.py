@@ -18,6 +18,7 @@ a batch comes from (`for i, (x, y) in enumerate(loader)`: `(x, y)` from `loader`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Union
 
 import libcst as cst
 
@@ -80,12 +81,15 @@ NOTHING = Origins()
 UNSEEN = Origins(frozenset(), False)
 
 
+Comprehension = Union[cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp]
+
+
 @dataclass(frozen=True)
 class Read:
-    """A place where a loader's batches are read: a `for` loop, or a call (`iter(...)`,
-    or code of another module handed the loader)."""
+    """A place where a loader's batches are read: a `for` loop, a comprehension, or a
+    call (`iter(...)`, or code of another module handed the loader)."""
 
-    place: cst.For | cst.Call
+    place: cst.For | cst.Call | Comprehension
     scope: Scope
     function: cst.FunctionDef | None
     bodies: tuple[cst.For | cst.While, ...]  # loops whose body runs the read
@@ -317,6 +321,7 @@ class LoaderFlow:
             got = self.origins(loop.iter, site.scope)
             if got.loaders:
                 found.append(Read(loop, site.scope, site.function, site.bodies, got))
+        found.extend(self._comprehension_reads())
         for call_site in self.facts.calls:
             call = call_site.node
             name = last_name(call.func)
@@ -341,6 +346,26 @@ class LoaderFlow:
                     got = got | self.origins(target, call_site.scope)
             if got.loaders:
                 found.append(Read(call, call_site.scope, call_site.function, call_site.bodies, got))
+        return found
+
+    def _comprehension_reads(self) -> list[Read]:
+        """`sum(model(x) for x, _ in loader)`: the outermost `for` of a comprehension,
+        read where the comprehension runs (the loops around a call inside it)."""
+        found: list[Read] = []
+        sites: dict[cst.Call, CallSite] | None = None
+        for node, scope in self.facts.scope_of.items():
+            if not isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                continue
+            outer = scope.parent or scope
+            got = self.origins(node.for_in.iter, outer)
+            if not got.loaders:
+                continue
+            if sites is None:
+                sites = {site.node: site for site in self.facts.calls}
+            inner = next((sites[n] for n in _calls_in(node) if n in sites), None)
+            function = outer.node if isinstance(outer.node, cst.FunctionDef) else None
+            bodies = inner.bodies if inner is not None else ()
+            found.append(Read(node, outer, function, bodies, got))
         return found
 
     # -- batches ----------------------------------------------------------------------
@@ -389,6 +414,17 @@ def _split(
             first = _first_positional(iterable)
             return _split(target, first, scope, depth + 1) if first is not None else []
     return [(target, iterable)]
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    out: list[cst.Call] = []
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            out.append(current)
+        stack.extend(current.children)
+    return out
 
 
 def _wrapper(call: cst.Call) -> str | None:
