@@ -19,7 +19,6 @@ _COPY_ONLY = frozenset({"non_blocking", "copy"})
 # Creator arguments that a device argument conflicts with or changes the meaning of.
 _CREATOR_BLOCKERS = {
     "out": "`out=` writes into an existing tensor",
-    "pin_memory": "`pin_memory=True` asks for a CPU tensor",
     "requires_grad": (
         "with `requires_grad=True` the CPU tensor is the leaf and the moved one is not: "
         "creating it on the device changes which tensor gets gradients"
@@ -52,6 +51,8 @@ class TensorCreatedThenMoved(Rule):
                 self._check(site, creator, min(names), method)
 
     def _check(self, site: CallSite, creator: cst.Call, qualified: str, method: str) -> None:
+        if _pinned(creator):
+            return  # a pinned staging tensor, copied on purpose (asynchronously)
         move = site.node
         moved = _MoveArgs.of(move, method)
         if moved is None:
@@ -156,6 +157,16 @@ def _blocker(creator: cst.Call) -> str | None:
                 continue
             return _CREATOR_BLOCKERS[arg.keyword.value]
     return None
+
+
+def _pinned(creator: cst.Call) -> bool:
+    """`torch.tensor(x, pin_memory=True)`: built in page-locked memory so that the copy
+    that follows can run asynchronously, which creating on the device would not."""
+    for arg in creator.args:
+        if arg.keyword is not None and arg.keyword.value == "pin_memory":
+            value = arg.value
+            return not (isinstance(value, cst.Name) and value.value in ("False", "None"))
+    return False
 
 
 def _has_keyword(call: cst.Call, keyword: str) -> bool:

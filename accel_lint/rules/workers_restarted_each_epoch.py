@@ -11,7 +11,7 @@ from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.loader_args import passed
 from accel_lint.facts.loader_flow import LoaderFlow, Read
 from accel_lint.facts.loops import Loop, Loops
-from accel_lint.names import Scope, qualified_names
+from accel_lint.names import qualified_names
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import RANDOM_FUNCTIONS
 
@@ -151,11 +151,11 @@ class WorkersRestartedEachEpoch(Rule):
                 related=related,
             )
             return
-        changed = self._dataset_changed(call, site.scope)
+        changed = self._dataset_changed(site)
         if changed is not None:
             reason = (
-                f"the script changes the dataset between epochs (`{changed}`): persistent "
-                "workers would keep reading their own unchanged copy"
+                f"the script works on the dataset as training goes (`{changed}`): if that "
+                "changes it, persistent workers would keep reading their own old copy"
             )
             self.report(
                 call, message, no_fix_reason=reason, equivalence=equivalence, related=related
@@ -193,24 +193,28 @@ class WorkersRestartedEachEpoch(Rule):
                 return Equivalence.STATISTICAL
         return Equivalence.EXACT
 
-    def _dataset_changed(self, call: cst.Call, scope: Scope) -> str | None:
-        """A method called in a loop on the loader's dataset (`train_set.set_epoch(e)`,
-        `loader.dataset.resample()`), or an attribute of it assigned in a function:
-        the script changes the dataset as training goes."""
+    def _dataset_changed(self, site: CallSite) -> str | None:
+        """A method called on the loader's dataset as training goes: on `<loader>.dataset`
+        anywhere (`train_loader.dataset.create_epoch_tuples(model)`), on the dataset's
+        name inside a loop or in another function (`train_set.set_epoch(epoch)`); or an
+        attribute of the dataset assigned in a function. Any of these may change what
+        the items are, which persistent workers, holding their own copy, would not see."""
+        call, scope = site.node, site.scope
         dataset = passed(call, "dataset", self.facts, scope).value
         names = {dataset.value} if isinstance(dataset, cst.Name) else set()
         flow = LoaderFlow.of(self.facts)
-        for site in self.facts.calls:
-            func = site.node.func
-            if not isinstance(func, cst.Attribute) or not site.bodies:
+        for other in self.facts.calls:
+            func = other.node.func
+            if not isinstance(func, cst.Attribute):
                 continue
             receiver = func.value
             if isinstance(receiver, cst.Name) and receiver.value in names:
-                return code_for(func)
-            if (
+                if other.bodies or other.function is not site.function:
+                    return code_for(func)
+            elif (
                 isinstance(receiver, cst.Attribute)
                 and receiver.attr.value == "dataset"
-                and call in flow.origins(receiver.value, site.scope).loaders
+                and call in flow.origins(receiver.value, other.scope).loaders
             ):
                 return code_for(func)
         for assignments in self.facts.attribute_assignments.values():

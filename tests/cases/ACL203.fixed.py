@@ -38,4 +38,6 @@ def fine(x, other):
     e = torch.from_numpy(x).cuda()
     f = torch.zeros(3).float().cuda()
     g = torch.zeros_like(x).cuda()
-    return a, b, c, d, e, f, g
+    # a pinned staging tensor copied asynchronously on purpose (modded-nanogpt)
+    h = torch.tensor(7, dtype=torch.int32, pin_memory=True).cuda(non_blocking=True)
+    return a, b, c, d, e, f, g, h
