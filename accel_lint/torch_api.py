@@ -160,6 +160,51 @@ RANDOM_FUNCTIONS = frozenset(
     )
 )
 
+# Factory functions that take `device=` (keyword-only) and build a new tensor; the
+# random ones draw from the generator of the device they run on.
+TENSOR_CREATOR_NAMES = (
+    "zeros",
+    "ones",
+    "rand",
+    "randn",
+    "empty",
+    "full",
+    "arange",
+    "tensor",
+    "eye",
+    "linspace",
+)
+TENSOR_CREATORS = frozenset(f"torch.{n}" for n in TENSOR_CREATOR_NAMES)
+RANDOM_CREATORS = frozenset({"torch.rand", "torch.randn"})
+# Creators whose values are the same in every dtype (0, 1, uninitialised): a dtype
+# conversion after them can be folded into `dtype=` without changing a bit.
+DTYPE_EXACT_CREATORS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.eye"})
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+# -- devices, continued -----------------------------------------------------------------
+
+# Calls that answer "is an accelerator available?": a test on them chooses the device.
+DEVICE_TESTS = frozenset(
+    {"torch.cuda.is_available", "torch.accelerator.is_available", "torch.xpu.is_available"}
+)
+# Calls that return an accelerator device (or its index).
+ACCELERATOR_DEVICES = frozenset(
+    {
+        "torch.accelerator.current_accelerator",
+        "torch.cuda.current_device",
+        "torch.xpu.current_device",
+    }
+)
+# Device types that are accelerators a host tensor is copied to.
+ACCELERATOR_TYPES = frozenset({"cuda", "xpu", "mps"})
+DEFAULT_COLLATE = frozenset(
+    {
+        "torch.utils.data.default_collate",
+        "torch.utils.data.dataloader.default_collate",
+        "torch.utils.data._utils.collate.default_collate",
+    }
+)
+
 # -- mixed precision ------------------------------------------------------------------
 
 # torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)

@@ -37,7 +37,8 @@ class RuleEntry:
         return not self.triggers or any(t in data for t in self.triggers)
 
 
-# trigger words several rules share
+# trigger words several rules share (the loader rules share one word on purpose: a fix
+# of one, such as `pin_memory=True`, can make another match in the same fix run)
 LOADER = (b"DataLoader",)
 CONV = (b"Conv1d", b"Conv2d", b"Conv3d", b"ConvTranspose")
 DATA_PARALLEL = (b"DataParallel",)
@@ -46,7 +47,11 @@ DISTRIBUTED = (b"init_process_group", b"DistributedDataParallel", b"horovod")
 RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER),
     RuleEntry("ACL102", "dataloader_unpinned_memory.DataloaderUnpinnedMemory", LOADER),
+    RuleEntry("ACL103", "blocking_host_to_device_copy.BlockingHostToDeviceCopy", LOADER),
+    RuleEntry("ACL104", "workers_restarted_each_epoch.WorkersRestartedEachEpoch", LOADER),
+    RuleEntry("ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
+    RuleEntry("ACL203", "tensor_created_then_moved.TensorCreatedThenMoved", (b".cuda(", b".to(")),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry(
