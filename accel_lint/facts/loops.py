@@ -15,7 +15,7 @@ loop that calls `train_step(batch)` runs `train_step`'s body every step.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Union
 
@@ -151,29 +151,41 @@ class Loops:
         }
         return [loop for loop in candidates if loop not in inner]
 
-    def every_step(self, site: CallSite) -> Loop | None:
+    def every_step(
+        self, site: CallSite, ignoring: Callable[[Guard], bool] | None = None
+    ) -> Loop | None:
         """The training loop that runs `site` on each of its iterations, directly or
         through the file's functions it calls unconditionally; None when the call is
-        under a condition inside that loop, or not in a training loop."""
-        return self._every_step(site, 0)
+        under a condition inside that loop, or not in a training loop. Guards for which
+        `ignoring` answers True (a test of the machine, true on every step or on none)
+        are not conditions."""
+        return self._every_step(site, 0, ignoring)
 
-    def _every_step(self, site: CallSite, depth: int) -> Loop | None:
+    def _every_step(
+        self, site: CallSite, depth: int, ignoring: Callable[[Guard], bool] | None = None
+    ) -> Loop | None:
         for loop in reversed(site.bodies):
             if loop not in self.training_loops():
                 continue
-            return loop if self._unconditional_in(site.guards, loop) else None
+            return loop if self._unconditional_in(site.guards, loop, ignoring) else None
         if site.function is None or site.bodies or depth >= _MAX_DEPTH:
             return None
-        if site.guards:
+        if _conditions(site.guards, ignoring):
             return None
         callers = self.calls.calls_to(site.function)
-        loops = [self._every_step(caller, depth + 1) for caller in callers]
+        loops = [self._every_step(caller, depth + 1, ignoring) for caller in callers]
         if not loops or None in loops:
             return None
         return loops[0]
 
-    def _unconditional_in(self, guards: tuple[Guard, ...], loop: Loop) -> bool:
-        return len(guards) == len(self.site(loop).guards)
+    def _unconditional_in(
+        self,
+        guards: tuple[Guard, ...],
+        loop: Loop,
+        ignoring: Callable[[Guard], bool] | None = None,
+    ) -> bool:
+        inner = guards[len(self.site(loop).guards) :]
+        return not _conditions(inner, ignoring)
 
     def step_functions(self) -> set[cst.FunctionDef]:
         """The file's functions that a training loop runs on every step."""
@@ -281,6 +293,11 @@ class Loops:
         return Accumulation("inner-loop", loop, back, steps[0], every)
 
 
+def _conditions(guards: tuple[Guard, ...], ignoring: Callable[[Guard], bool] | None) -> bool:
+    """Are some of these guards real conditions (not ignored)?"""
+    return any(ignoring is None or not ignoring(guard) for guard in guards)
+
+
 def _is_step(site: CallSite) -> bool:
     """`<optimizer>.step(...)`, or a GradScaler's `scaler.step(optimizer)`."""
     func = site.node.func
@@ -335,4 +352,34 @@ def _mentions_epoch(expr: cst.CSTNode) -> bool:
             stack.extend(arg.value for arg in node.args)  # not the callee: `range`, `tqdm`
         else:
             stack.extend(node.children)
+    return False
+
+
+def machine_test(guard: Guard) -> bool:
+    """`if torch.cuda.is_available():`, `if device.type == "cuda":`, `if args.cuda:`: a
+    test of the machine, true on every step or on none (every part of it)."""
+    return _tests_machine(guard[0])
+
+
+_MACHINE_FLAGS = frozenset(
+    {"cuda", "use_cuda", "no_cuda", "is_cuda", "gpu", "use_gpu", "on_gpu", "cpu", "use_cpu", "type"}
+)
+_DEVICE_NAMES = frozenset({"cuda", "cpu", "mps", "xpu"})
+
+
+def _tests_machine(test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return _tests_machine(test.left) and _tests_machine(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _tests_machine(test.expression)
+    if isinstance(test, cst.Call):
+        return last_name(test.func) == "is_available"
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return (last_name(test) or "").lower() in _MACHINE_FLAGS
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        sides = (test.left, test.comparisons[0].comparator)
+        return any(
+            isinstance(side, cst.SimpleString) and side.value.strip("'\"") in _DEVICE_NAMES
+            for side in sides
+        )
     return False
