@@ -130,3 +130,25 @@ def test_accumulation_modulo_and_inner_loop() -> None:
         ("modulo", "accum"),
         ("inner-loop", "k"),
     ]
+
+
+def test_every_step_not_in_except_blocks() -> None:
+    facts = _facts(
+        """
+        def recover():
+            empty_b()
+
+        for x in loader:
+            try:
+                loss(x).backward()
+            except RuntimeError:
+                empty_a()
+                recover()
+            finally:
+                empty_c()
+        """
+    )
+    loops = Loops.of(facts)
+    assert loops.every_step(_call(facts, "empty_a")) is None
+    assert loops.every_step(_call(facts, "empty_b")) is None  # its only caller is in one
+    assert loops.every_step(_call(facts, "empty_c")) is not None

@@ -60,6 +60,7 @@ class Loops:
         self._trains: dict[Loop, bool] = {}
         self._backward: dict[Loop, bool] = {}
         self._training: list[Loop] | None = None
+        self._in_handlers: set[int] | None = None
 
     @classmethod
     def of(cls, facts: FileFacts) -> Loops:
@@ -164,6 +165,8 @@ class Loops:
     def _every_step(
         self, site: CallSite, depth: int, ignoring: Callable[[Guard], bool] | None = None
     ) -> Loop | None:
+        if id(site.node) in self._handled():
+            return None  # runs when an exception is caught, not every step
         for loop in reversed(site.bodies):
             if loop not in self.training_loops():
                 continue
@@ -177,6 +180,14 @@ class Loops:
         if not loops or None in loops:
             return None
         return loops[0]
+
+    def _handled(self) -> set[int]:
+        """Calls inside `except` blocks (found by one pass over the module, on demand)."""
+        if self._in_handlers is None:
+            collector = _HandlerCalls()
+            self.facts.module.visit(collector)
+            self._in_handlers = collector.calls
+        return self._in_handlers
 
     def _unconditional_in(
         self,
@@ -291,6 +302,24 @@ class Loops:
         if every is None:
             return None
         return Accumulation("inner-loop", loop, back, steps[0], every)
+
+
+class _HandlerCalls(cst.CSTVisitor):
+    """The calls made inside `except` blocks."""
+
+    def __init__(self) -> None:
+        self.calls: set[int] = set()
+        self._depth = 0
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._depth += 1
+
+    def leave_ExceptHandler(self, original_node: cst.ExceptHandler) -> None:
+        self._depth -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._depth:
+            self.calls.add(id(node))
 
 
 def _conditions(guards: tuple[Guard, ...], ignoring: Callable[[Guard], bool] | None) -> bool:

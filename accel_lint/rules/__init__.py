@@ -49,6 +49,11 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
+    RuleEntry(
+        "ACL303",
+        "debug_api_left_on.DebugApiLeftOn",
+        (b"anomaly", b"profile", b"emit_nvtx", b"gradcheck"),
+    ),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
         "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL
