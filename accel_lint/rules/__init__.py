@@ -54,6 +54,7 @@ RULES: tuple[RuleEntry, ...] = (
         "debug_api_left_on.DebugApiLeftOn",
         (b"anomaly", b"profile", b"emit_nvtx", b"gradcheck"),
     ),
+    RuleEntry("ACL307", "loss_accumulated_with_graph.LossAccumulatedWithGraph", (b"backward",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
         "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL
