@@ -55,6 +55,12 @@ RULES: tuple[RuleEntry, ...] = (
         (b"anomaly", b"profile", b"emit_nvtx", b"gradcheck"),
     ),
     RuleEntry("ACL307", "loss_accumulated_with_graph.LossAccumulatedWithGraph", (b"backward",)),
+    RuleEntry(
+        "ACL308",
+        "step_sync_every_iteration.StepSyncEveryIteration",
+        (b"backward",),
+        default_enabled=False,
+    ),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
         "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL
