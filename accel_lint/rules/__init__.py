@@ -61,6 +61,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"backward",),
         default_enabled=False,
     ),
+    RuleEntry("ACL310", "accumulated_loss_not_scaled.AccumulatedLossNotScaled", (b"backward",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
         "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL
