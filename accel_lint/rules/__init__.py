@@ -62,6 +62,12 @@ RULES: tuple[RuleEntry, ...] = (
         default_enabled=False,
     ),
     RuleEntry("ACL310", "accumulated_loss_not_scaled.AccumulatedLossNotScaled", (b"backward",)),
+    RuleEntry(
+        "ACL311",
+        "eval_without_no_grad.EvalWithoutNoGrad",
+        (b"eval", b"valid", b"test", b"predict", b"infer", b"Eval", b"Valid", b"Test", b"(False)"),
+    ),
+    RuleEntry("ACL315", "empty_cache_in_loop.EmptyCacheInLoop", (b"empty_cache",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
         "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL
