@@ -25,7 +25,7 @@ import libcst as cst
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts
 from accel_lint.facts.syntax import last_name
-from accel_lint.names import LOCAL, Scope, qualified_names, resolves_to
+from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
 from accel_lint.torch_api import (
     AUTOGRAD_BACKWARD,
     AUTOGRAD_GRAD,
@@ -84,6 +84,7 @@ class Autograd:
         self._function_off: dict[cst.FunctionDef, bool] = {}
         self._needs_grad: dict[cst.FunctionDef | None, bool] = {}
         self._backwards: list[Backward] | None = None
+        self._torch: bool | None = None
         self.switched_off_at_module_level = any(
             site.function is None and self._switches_off(site) for site in facts.calls
         )
@@ -91,6 +92,21 @@ class Autograd:
     @classmethod
     def of(cls, facts: FileFacts) -> Autograd:
         return facts.shared(cls)
+
+    @property
+    def may_use_torch(self) -> bool:
+        """The file imports torch, or names that a star import may bring (a file of
+        another framework, such as Chainer's `loss.backward()`, is not ours)."""
+        if self._torch is None:
+            self._torch = bool(self.facts.module_scope.star_imports) or any(
+                b.kind is BindingKind.IMPORT
+                and b.target is not None
+                and (b.target == "torch" or b.target.startswith("torch."))
+                for scope in [self.facts.module_scope, *self.facts.scope_of.values()]
+                for bindings in scope.bindings.values()
+                for b in bindings
+            )
+        return self._torch
 
     # -- grad mode --------------------------------------------------------------
 

@@ -39,6 +39,8 @@ class AccumulatedLossNotScaled(Rule):
         if not accumulations:
             return
         autograd = Autograd.of(self.facts)
+        if not autograd.may_use_torch:
+            return
         reported: set[int] = set()
         for accumulation in accumulations:
             backward = self._backward(autograd, accumulation.backward)

@@ -106,6 +106,8 @@ class LossAccumulatedWithGraph(Rule):
         if not self._found:
             return
         autograd = Autograd.of(self.facts)
+        if not autograd.may_use_torch:
+            return
         loops = Loops.of(self.facts)
         for found in self._found:
             if self._keeps_graph(autograd, loops, found):

@@ -33,7 +33,7 @@ class StepSyncEveryIteration(Rule):
 
     def finish(self) -> None:
         loops = Loops.of(self.facts)
-        if not loops.training_loops():
+        if not Autograd.of(self.facts).may_use_torch or not loops.training_loops():
             return
         for site in self.facts.calls:
             what = self._synchronizes(site)

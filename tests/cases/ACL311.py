@@ -160,3 +160,17 @@ def distill(student, teacher, loader):
         target = infer_features(teacher, [(x, None)])
         loss = F.mse_loss(student(x), target)
         loss.backward()
+
+
+teacher = torch.nn.Linear(8, 2)
+teacher.requires_grad_(False)
+backbone = torch.nn.Linear(8, 8)
+for p in backbone.parameters():
+    p.requires_grad = False
+
+
+def evaluate_frozen(teacher, backbone, val_loader):
+    # frozen modules record no graph
+    teacher.eval()
+    for x, y in val_loader:
+        teacher(backbone(x))

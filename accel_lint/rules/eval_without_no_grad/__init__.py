@@ -16,6 +16,8 @@ from accel_lint.edits import code_for
 from accel_lint.facts import CallSite
 from accel_lint.facts.autograd import Autograd, names_read
 from accel_lint.facts.evaluation import EvaluationFunction, Evaluations
+from accel_lint.facts.syntax import last_name
+from accel_lint.facts.torch_objects import Kind, TorchObjects
 from accel_lint.names import spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.rules.eval_without_no_grad.safety import ReturnsPlainNumbers
@@ -39,7 +41,7 @@ class EvalWithoutNoGrad(Rule):
 
     def finish(self) -> None:
         autograd = Autograd.of(self.facts)
-        if autograd.switched_off_at_module_level:
+        if autograd.switched_off_at_module_level or not autograd.may_use_torch:
             return
         for found in Evaluations.of(self.facts).functions():
             func = found.function
@@ -49,7 +51,37 @@ class EvalWithoutNoGrad(Rule):
                 continue  # some forward passes already run without autograd
             if self._backpropagated_by_caller(autograd, found):
                 continue
+            if all(self._records_nothing(site) for site in found.module_calls):
+                continue
             self._report(found)
+
+    def _records_nothing(self, site: CallSite) -> bool:
+        """The called module is not torch's (a Keras or scikit-learn model), or the file
+        freezes it (`model.requires_grad_(False)`, or `p.requires_grad = False` for each
+        of its parameters): calling it records no graph."""
+        func = site.node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        if TorchObjects.of(self.facts).kind(func, site.scope) is Kind.OTHER:
+            return True
+        name = last_name(func)
+        for call in self.facts.method_calls("requires_grad_"):
+            receiver = call.node.func
+            assert isinstance(receiver, cst.Attribute)
+            if last_name(receiver.value) == name and _first_is_false(call.node):
+                return True
+        for loop in self.facts.loop_sites.values():
+            iterable = loop.node.iter if isinstance(loop.node, cst.For) else None
+            if (
+                isinstance(iterable, cst.Call)
+                and last_name(iterable.func) in ("parameters", "named_parameters")
+                and isinstance(iterable.func, cst.Attribute)
+                and last_name(iterable.func.value) == name
+            ):
+                body = code_for(loop.node.body)
+                if "requires_grad = False" in body or "requires_grad_(False)" in body:
+                    return True
+        return False
 
     def _backpropagated_by_caller(self, autograd: Autograd, found: EvaluationFunction) -> bool:
         """A caller backpropagates through what the function returns: it is part of a
@@ -106,6 +138,12 @@ class EvalWithoutNoGrad(Rule):
             "calls backward (`.eval()` does not switch autograd off)",
             fix,
         )
+
+
+def _first_is_false(call: cst.Call) -> bool:
+    return bool(call.args) and (
+        isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "False"
+    )
 
 
 def _contains(expr: cst.CSTNode, node: cst.CSTNode) -> bool:
