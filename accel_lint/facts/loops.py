@@ -165,15 +165,16 @@ class Loops:
     def _every_step(
         self, site: CallSite, depth: int, ignoring: Callable[[Guard], bool] | None = None
     ) -> Loop | None:
-        if id(site.node) in self._handled():
-            return None  # runs when an exception is caught, not every step
         for loop in reversed(site.bodies):
             if loop not in self.training_loops():
                 continue
-            return loop if self._unconditional_in(site.guards, loop, ignoring) else None
+            if not self._unconditional_in(site.guards, loop, ignoring):
+                return None
+            # a call in an `except` block runs when an exception is caught, not every step
+            return None if id(site.node) in self._handled() else loop
         if site.function is None or site.bodies or depth >= _MAX_DEPTH:
             return None
-        if _conditions(site.guards, ignoring):
+        if _conditions(site.guards, ignoring) or id(site.node) in self._handled():
             return None
         callers = self.calls.calls_to(site.function)
         loops = [self._every_step(caller, depth + 1, ignoring) for caller in callers]
@@ -182,11 +183,9 @@ class Loops:
         return loops[0]
 
     def _handled(self) -> set[int]:
-        """Calls inside `except` blocks (found by one pass over the module, on demand)."""
+        """Calls inside `except` blocks (found on demand)."""
         if self._in_handlers is None:
-            collector = _HandlerCalls()
-            self.facts.module.visit(collector)
-            self._in_handlers = collector.calls
+            self._in_handlers = _calls_in_handlers(self.facts.module)
         return self._in_handlers
 
     def _unconditional_in(
@@ -304,22 +303,42 @@ class Loops:
         return Accumulation("inner-loop", loop, back, steps[0], every)
 
 
-class _HandlerCalls(cst.CSTVisitor):
-    """The calls made inside `except` blocks."""
+def _calls_in_handlers(module: cst.Module) -> set[int]:
+    """The calls made inside `except` blocks: statements are walked down to the `try`
+    statements, and only their handlers are walked in full."""
+    found: set[int] = set()
+    statements: list[cst.CSTNode] = list(module.body)
+    handlers: list[cst.CSTNode] = []
+    while statements:
+        node = statements.pop()
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            handlers.extend(node.handlers)
+            statements.extend(_blocks_of(node))
+        elif isinstance(node, cst.BaseCompoundStatement):
+            statements.extend(_blocks_of(node))
+    while handlers:
+        node = handlers.pop()
+        if isinstance(node, cst.Call):
+            found.add(id(node))
+        handlers.extend(node.children)
+    return found
 
-    def __init__(self) -> None:
-        self.calls: set[int] = set()
-        self._depth = 0
 
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        self._depth += 1
-
-    def leave_ExceptHandler(self, original_node: cst.ExceptHandler) -> None:
-        self._depth -= 1
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self._depth:
-            self.calls.add(id(node))
+def _blocks_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements directly inside a compound statement's blocks (not its handlers)."""
+    if isinstance(node, cst.Match):
+        return [statement for case in node.cases for statement in _blocks_of(case)]
+    out: list[cst.CSTNode] = []
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        out.extend(body.body)
+    for field in ("orelse", "finalbody"):
+        part = getattr(node, field, None)
+        if isinstance(part, cst.If):
+            out.append(part)  # an `elif`
+        elif isinstance(part, (cst.Else, cst.Finally)):
+            out.extend(_blocks_of(part))
+    return out
 
 
 def _conditions(guards: tuple[Guard, ...], ignoring: Callable[[Guard], bool] | None) -> bool:

@@ -46,8 +46,8 @@ class LossAccumulatedWithGraph(Rule):
 
     def setup(self) -> None:
         self._found: list[_Accumulation] = []
-        # per function: (names assigned, names read) of each assignment
-        self._flows: dict[cst.FunctionDef | None, list[tuple[set[str], set[str]]]] = {}
+        # per function: its assignments (read only when a candidate needs them)
+        self._assignments: dict[cst.FunctionDef | None, list[cst.Assign]] = {}
 
     def _note(
         self,
@@ -76,10 +76,7 @@ class LossAccumulatedWithGraph(Rule):
             self._note(node, node.target, node.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        targets: set[str] = set()
-        for assign_target in node.targets:
-            targets |= names_read(assign_target.target)
-        self._flows.setdefault(self.facts.function, []).append((targets, names_read(node.value)))
+        self._assignments.setdefault(self.facts.function, []).append(node)
         if len(node.targets) != 1:
             return
         total = node.targets[0].target
@@ -188,7 +185,10 @@ class LossAccumulatedWithGraph(Rule):
         """Something backpropagates the accumulator or a value computed from it."""
         text = code_for(found.target)
         derived = {_root(found.target) or text}
-        flows = self._flows.get(found.function, [])
+        flows = [
+            ({n for t in a.targets for n in names_read(t.target)}, names_read(a.value))
+            for a in self._assignments.get(found.function, [])
+        ]
         changed = True
         while changed:
             changed = False

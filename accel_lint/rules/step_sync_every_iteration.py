@@ -17,10 +17,12 @@ from accel_lint.edits import code_for
 from accel_lint.facts.autograd import Autograd
 from accel_lint.facts.file import CallSite
 from accel_lint.facts.loops import Loops, machine_test
+from accel_lint.facts.syntax import last_name
 from accel_lint.names import LOCAL, qualified_names, resolves_to
 from accel_lint.rule import FixSafety, Rule
 from accel_lint.torch_api import DEVICE_SYNCHRONIZE, HOST_SYNC_METHODS
 
+_CANDIDATES = HOST_SYNC_METHODS | {"synchronize", "print"}
 # Receivers that are not tensors: a module moved with `.cpu()`, a numpy value.
 _NOT_TENSOR_ROOTS = ("numpy", "builtins", "math", "pandas")
 
@@ -36,6 +38,8 @@ class StepSyncEveryIteration(Rule):
         if not Autograd.of(self.facts).may_use_torch or not loops.training_loops():
             return
         for site in self.facts.calls:
+            if last_name(site.node.func) not in _CANDIDATES:
+                continue
             what = self._synchronizes(site)
             if what is None:
                 continue
