@@ -25,6 +25,8 @@ from accel_lint.rule import FixSafety, Rule
 
 _SCALING = (cst.Divide, cst.Multiply, cst.FloorDivide)
 _SCALING_AUGMENTED = (cst.DivideAssign, cst.MultiplyAssign, cst.FloorDivideAssign)
+# tensor methods that scale: `loss.sum().mul(scale / batch)` is `loss.sum() * ...`
+_SCALING_METHODS = ("mul", "mul_", "div", "div_", "multiply", "divide", "true_divide")
 _MAX_DEPTH = 4
 
 
@@ -120,6 +122,9 @@ class AccumulatedLossNotScaled(Rule):
     ) -> bool:
         if any(_passes_k(arg, accumulation.every) for arg in call.args):
             return True  # `compute_loss(batch, accum_steps)`: it may divide
+        method = call.func
+        if isinstance(method, cst.Attribute) and method.attr.value in _SCALING_METHODS:
+            return bool(call.args)
         if _sums(call, scope):
             return True
         callee = autograd.calls.local_callee(call, scope)
@@ -134,15 +139,22 @@ class AccumulatedLossNotScaled(Rule):
                 v is None or self._scaled(autograd, v, inner, accumulation, depth + 1)
                 for v in values
             )
-        return self._criterion_sums(call, scope)
+        return self._criterion_knows(call, scope, accumulation)
 
-    def _criterion_sums(self, call: cst.Call, scope: Scope) -> bool:
-        """`criterion(out, y)` where `criterion = nn.XLoss(reduction="sum")`."""
+    def _criterion_knows(self, call: cst.Call, scope: Scope, accumulation: Accumulation) -> bool:
+        """`criterion(out, y)` where `criterion = nn.XLoss(reduction="sum")`, or a
+        criterion built with the accumulation count (`Loss(batch=batch // k)`), which it
+        may divide by."""
         func = call.func
         if not isinstance(func, cst.Name):
             return False
-        bindings = scope.lookup(func.value) or []
-        return any(isinstance(b.value, cst.Call) and _sums(b.value, scope) for b in bindings)
+        for binding in scope.lookup(func.value) or []:
+            built = binding.value
+            if not isinstance(built, cst.Call):
+                continue
+            if _sums(built, scope) or any(_passes_k(a, accumulation.every) for a in built.args):
+                return True
+        return False
 
     def _report(self, backward: Backward, accumulation: Accumulation) -> None:
         k = code_for(accumulation.every)

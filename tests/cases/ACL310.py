@@ -130,3 +130,22 @@ def train_gan(loader, netD, netG, optD, optG, n_critic):
             lossG = -netD(netG(x)).mean()
             lossG.backward()
             optG.step()
+
+
+def train_scaled_by_method(loader, loss_scaling, batch_total):
+    # `.mul(...)` scales like `*`: batch_total counts every micro-batch's samples
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.sum().mul(loss_scaling / batch_total).backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+
+
+def train_criterion_knows(loader, batch, make_loss):
+    # the criterion is built with the accumulation count: it may divide by it
+    loss_fn = make_loss(batch=batch // accum_steps)
+    for i, (x, y) in enumerate(loader):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
