@@ -152,3 +152,31 @@ def test_every_step_not_in_except_blocks() -> None:
     assert loops.every_step(_call(facts, "empty_a")) is None
     assert loops.every_step(_call(facts, "empty_b")) is None  # its only caller is in one
     assert loops.every_step(_call(facts, "empty_c")) is not None
+
+
+def test_epoch_loop_around_a_step_loop_is_not_a_step() -> None:
+    facts = _facts(
+        """
+        import torch
+
+        def train(model, opt, loader):
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+                empty_a()
+            empty_b()
+
+        def main(model, opt, loader):
+            for epoch in range(3):
+                train(model, opt, loader)
+                empty_c()
+        """
+    )
+    loops = Loops.of(facts)
+    epoch = next(
+        s.node for s in loops.all() if s.function is not None and s.function.name.value == "main"
+    )
+    assert epoch in loops.training_loops() and not loops.is_step_loop(epoch)
+    assert loops.every_step(_call(facts, "empty_a")) is not None
+    assert loops.every_step(_call(facts, "empty_b")) is None  # once per epoch
+    assert loops.every_step(_call(facts, "empty_c")) is None

@@ -61,6 +61,7 @@ class Loops:
         self._backward: dict[Loop, bool] = {}
         self._training: list[Loop] | None = None
         self._in_handlers: set[int] | None = None
+        self._step: dict[Loop, bool] = {}
 
     @classmethod
     def of(cls, facts: FileFacts) -> Loops:
@@ -168,6 +169,8 @@ class Loops:
         for loop in reversed(site.bodies):
             if loop not in self.training_loops():
                 continue
+            if not self.is_step_loop(loop):
+                return None  # an epoch loop around a function that holds the step loop
             if not self._unconditional_in(site.guards, loop, ignoring):
                 return None
             # a call in an `except` block runs when an exception is caught, not every step
@@ -181,6 +184,38 @@ class Loops:
         if not loops or None in loops:
             return None
         return loops[0]
+
+    def is_step_loop(self, loop: Loop) -> bool:
+        """A training loop whose iterations are steps: no function of the file it calls
+        holds a training loop (`for epoch in ...: train(loader)` runs once per epoch)."""
+        found = self._step.get(loop)
+        if found is None:
+            holders = {self.site(other).function for other in self.training_loops()}
+            holders.discard(None)
+            stack = [(s, 0) for s in self._inside(loop)]
+            seen: set[cst.FunctionDef] = set()
+            found = True
+            while stack and found:
+                call, depth = stack.pop()
+                callee = self.calls.local_callee(call.node, call.scope)
+                if callee is None or callee[0] in seen or depth >= _MAX_DEPTH:
+                    continue
+                seen.add(callee[0])
+                found = callee[0] not in holders
+                stack.extend((s, depth + 1) for s in self.calls.by_function.get(callee[0], ()))
+            self._step[loop] = found
+        return found
+
+    def trains_every_iteration(self, loop: Loop) -> bool:
+        """False when each backward pass in the loop's body runs only on some iterations,
+        under `if <counter> % k == 0` (a reinforcement-learning loop that steps the
+        environment every iteration and trains every k-th)."""
+        inside = len(self.site(loop).guards)
+        backs = [s for s in self.body_calls(loop) if self._runs_backward(s)]
+        return not backs or not all(
+            any(positive and _modulo_of(test) is not None for test, positive in s.guards[inside:])
+            for s in backs
+        )
 
     def _handled(self) -> set[int]:
         """Calls inside `except` blocks (found on demand)."""

@@ -11,6 +11,8 @@ of a numpy result) do not synchronize anything.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from accel_lint.edits import code_for
@@ -23,6 +25,10 @@ from accel_lint.rule import FixSafety, Rule
 from accel_lint.torch_api import DEVICE_SYNCHRONIZE, HOST_SYNC_METHODS
 
 _CANDIDATES = HOST_SYNC_METHODS | {"synchronize", "print"}
+# How a file puts work on an accelerator, or receives a device to put it on.
+# Functions that time the step (`time_synchronized()`, `compute_time_train()`).
+_TIMING = re.compile(r"time|timing|bench|profil|speed|throughput|latency", re.IGNORECASE)
+_DEVICE_WORDS = re.compile(r"cuda|device|mps|xpu|accelerat|xla|npu|hpu|\.to\(")
 # Receivers that are not tensors: a module moved with `.cpu()`, a numpy value.
 _NOT_TENSOR_ROOTS = ("numpy", "builtins", "math", "pandas")
 
@@ -32,6 +38,9 @@ class StepSyncEveryIteration(Rule):
     name = "step-sync-every-iteration"
     summary = "Host-device synchronization (.item(), .cpu(), print(loss)) on every training step"
     fix_safety = FixSafety.NONE
+
+    def setup(self) -> None:
+        self._device: bool | None = None
 
     def finish(self) -> None:
         loops = Loops.of(self.facts)
@@ -44,8 +53,12 @@ class StepSyncEveryIteration(Rule):
             if what is None:
                 continue
             loop = loops.every_step(site, ignoring=machine_test)
-            if loop is None:
+            if loop is None or not loops.trains_every_iteration(loop):
                 continue
+            if _timing(site.function) or _timing(loops.site(loop).function):
+                continue  # a benchmark: it waits on purpose, to time the step
+            if not self._has_device():
+                return  # nothing is put on an accelerator: there is no device to wait for
             self.report(
                 site.node,
                 f"{what} on every training step: the host waits for the device to finish "
@@ -53,12 +66,19 @@ class StepSyncEveryIteration(Rule):
                 "the value on the device",
             )
 
+    def _has_device(self) -> bool:
+        if self._device is None:  # the file's text, generated once, for a candidate only
+            self._device = _DEVICE_WORDS.search(self.facts.module.code) is not None
+        return self._device
+
     def _synchronizes(self, site: CallSite) -> str | None:
         call = site.node
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in HOST_SYNC_METHODS:
             if call.args and func.attr.value != "cpu":
                 return None  # `.item(key)`: not a tensor's method
+            if func.attr.value == "numpy":
+                return None  # raises on a device tensor: what it converts is on the host
             if not self._tensor_receiver(func.value, site):
                 return None
             return f"`{code_for(call)}` copies to the host"
@@ -136,3 +156,7 @@ class StepSyncEveryIteration(Rule):
 
 def _not_tensor(names: frozenset[str]) -> bool:
     return all(n.split(".")[0] in _NOT_TENSOR_ROOTS for n in names)
+
+
+def _timing(function: cst.FunctionDef | None) -> bool:
+    return function is not None and _TIMING.search(function.name.value) is not None

@@ -1,4 +1,6 @@
 # Host-device synchronization on every training step, and where it is not.
+import time
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -68,3 +70,60 @@ def train_epochs(loader, epochs):
             optimizer.step()
             total += loss.detach()
         print(epoch, total.item())
+
+
+def train_one_epoch(loader):
+    total = torch.zeros((), device="cuda")
+    for x, y in loader:
+        loss = F.cross_entropy(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        total += loss.detach()
+    return total.item()  # once per epoch: its caller's loop runs epochs, not steps
+
+
+def fit(loader, epochs):
+    for epoch in range(epochs):
+        mean = train_one_epoch(loader)
+        scores = validate_scores(loader).cpu().numpy()
+        print(epoch, mean, scores)
+
+
+def validate_scores(loader):
+    with torch.no_grad():
+        return torch.stack([model(x.cuda()).mean() for x, _ in loader])
+
+
+def train_agent(env, policy, steps, train_every):
+    # an agent acts on every iteration and trains on every k-th: the action has to
+    # reach the environment, and most iterations are not training steps
+    obs = env.reset()
+    for step in range(steps):
+        action = policy(torch.as_tensor(obs).cuda()).argmax().item()
+        obs, reward, done, info = env.step(action)
+        if step % train_every == 0:
+            loss = policy(torch.as_tensor(obs).cuda()).sum()
+            loss.backward()
+            optimizer.step()
+
+
+def train_host_arrays(loader):
+    for x, y in loader:
+        loss = F.cross_entropy(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        weights = y.float().numpy()  # `.numpy()` raises on a device tensor: host data
+        print(weights.sum())
+
+
+def time_synchronized():
+    torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def benchmark_step(loader):
+    # waits on purpose: the sync makes the timings mean something
+    for x, y in loader:
+        start = time_synchronized()
+        F.cross_entropy(model(x.cuda()), y.cuda()).backward()
+        print(time_synchronized() - start)
