@@ -180,3 +180,26 @@ def test_epoch_loop_around_a_step_loop_is_not_a_step() -> None:
     assert loops.every_step(_call(facts, "empty_a")) is not None
     assert loops.every_step(_call(facts, "empty_b")) is None  # once per epoch
     assert loops.every_step(_call(facts, "empty_c")) is None
+
+
+def test_a_loop_that_trains_every_kth_iteration() -> None:
+    facts = _facts(
+        """
+        def act(env, policy, opt, steps, k, loader):
+            for step in range(steps):
+                env.step(policy(step))
+                if step % k == 0:
+                    policy(step).backward()
+                    opt.step()
+            for i, x in enumerate(loader):
+                if i > 100:
+                    break
+                policy(x).backward()
+                if (i + 1) % k == 0:
+                    opt.step()
+        """
+    )
+    loops = Loops.of(facts)
+    agent, accumulating = loops.training_loops()  # in the order of the source
+    assert not loops.trains_every_iteration(agent)
+    assert loops.trains_every_iteration(accumulating)  # an early exit is no modulo test
