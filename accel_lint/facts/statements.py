@@ -3,8 +3,8 @@ keeping its block valid (`Statements.of(facts).removal(call)`).
 
 Removing the only statement of a block would leave it empty: the statement becomes
 `pass`, unless the block is the body of an `if` without `else` whose test only reads
-(`if torch.cuda.is_available():`), in which case the whole `if` goes. The parents are
-found by one extra pass over the module, made only when a rule asks.
+(`if torch.cuda.is_available():`), in which case the whole `if` goes. The parents come
+from `Tree` (one extra pass over the module, made only when a rule asks).
 """
 
 from __future__ import annotations
@@ -14,56 +14,35 @@ from typing import Union
 import libcst as cst
 
 from accel_lint.facts.file import FileFacts
+from accel_lint.facts.tree import Tree
 
 Removal = dict[cst.CSTNode, Union[cst.CSTNode, cst.RemovalSentinel]]
-
-
-class _Parents(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.statement: dict[int, tuple[cst.Expr, cst.SimpleStatementLine]] = {}
-        self.block: dict[int, cst.IndentedBlock] = {}
-        self.owner: dict[int, cst.CSTNode] = {}  # block -> the compound statement it belongs to
-        self.in_orelse: set[int] = set()  # `if` statements that are an `elif`
-
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        for small in node.body:
-            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                self.statement[id(small.value)] = (small, node)
-
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        for statement in node.body:
-            self.block[id(statement)] = node
-
-    def visit_If(self, node: cst.If) -> None:
-        self.owner[id(node.body)] = node
-        if isinstance(node.orelse, cst.If):
-            self.in_orelse.add(id(node.orelse))
 
 
 class Statements:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
-        self._parents: _Parents | None = None
 
     @classmethod
     def of(cls, facts: FileFacts) -> Statements:
         return facts.shared(cls)
 
-    @property
-    def parents(self) -> _Parents:
-        if self._parents is None:
-            self._parents = _Parents()
-            self.facts.module.visit(self._parents)
-        return self._parents
+    def _statement(self, call: cst.Call) -> tuple[cst.Expr, cst.SimpleStatementLine] | None:
+        tree = Tree.of(self.facts)
+        small = tree.parent(call)
+        line = tree.parent(small) if isinstance(small, cst.Expr) else None
+        if isinstance(small, cst.Expr) and isinstance(line, cst.SimpleStatementLine):
+            return small, line
+        return None
 
     def is_statement(self, call: cst.Call) -> bool:
         """The call is a whole expression statement (`torch.cuda.empty_cache()`)."""
-        return id(call) in self.parents.statement
+        return self._statement(call) is not None
 
     def removal(self, call: cst.Call) -> Removal | None:
         """The replacements that remove the statement `call` is, or None when it is part
         of a larger statement (an assignment, a `with` item, an argument)."""
-        found = self.parents.statement.get(id(call))
+        found = self._statement(call)
         if found is None:
             return None
         small, line = found
@@ -75,15 +54,15 @@ class Statements:
         return self._remove_statement(line)
 
     def _remove_statement(self, statement: cst.BaseStatement) -> Removal:
-        parents = self.parents
-        block = parents.block.get(id(statement))
-        if block is None or len(block.body) > 1:
+        tree = Tree.of(self.facts)
+        block = tree.parent(statement)
+        if not isinstance(block, cst.IndentedBlock) or len(block.body) > 1:
             return {statement: cst.RemovalSentinel.REMOVE}
-        owner = parents.owner.get(id(block))
+        owner = tree.parent(block)
         if (
             isinstance(owner, cst.If)
             and owner.orelse is None
-            and id(owner) not in parents.in_orelse
+            and not isinstance(tree.parent(owner), cst.If)  # an `elif`
             and _only_reads(owner.test)
         ):
             return self._remove_statement(owner)
