@@ -1,5 +1,5 @@
 """ACL308 step-sync-every-iteration: a call that makes the host wait for the device on
-every training step (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `print(loss)`,
+every training step (`.item()`, `.cpu()`, `.tolist()`, `print(loss)`,
 `torch.cuda.synchronize()`). Page: rules/ACL308.md
 
 Off by default: logging the loss every step is common and often wanted. "Every
