@@ -204,6 +204,56 @@ DEFAULT_COLLATE = frozenset(
         "torch.utils.data._utils.collate.default_collate",
     }
 )
+# -- autograd ---------------------------------------------------------------------------
+
+_GRAD_MODE = ("torch", "torch.autograd", "torch.autograd.grad_mode")
+# Contexts and decorators that stop autograd from recording a graph.
+NO_GRAD = _spellings(_GRAD_MODE, ("no_grad", "inference_mode"))
+SET_GRAD_ENABLED = _spellings(_GRAD_MODE, ("set_grad_enabled",))
+ENABLE_GRAD = _spellings(_GRAD_MODE, ("enable_grad",))
+AUTOGRAD_GRAD = frozenset({"torch.autograd.grad"})
+AUTOGRAD_BACKWARD = frozenset({"torch.autograd.backward"})
+# Functions that differentiate (`torch.func.grad`, `torch.autograd.functional.jacobian`).
+_FUNC_TRANSFORMS = ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian")
+DIFFERENTIATE = _spellings(("torch.func", "functorch"), _FUNC_TRANSFORMS) | _spellings(
+    ("torch.autograd.functional",), ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")
+)
+
+# Debugging aids that slow every step when left on.
+SET_DETECT_ANOMALY = _spellings(
+    ("torch.autograd", "torch.autograd.anomaly_mode"), ("set_detect_anomaly",)
+)
+DETECT_ANOMALY = _spellings(("torch.autograd", "torch.autograd.anomaly_mode"), ("detect_anomaly",))
+AUTOGRAD_PROFILER = _spellings(
+    ("torch.autograd.profiler", "torch.autograd.profiler_legacy"), ("profile",)
+) | frozenset({"torch.autograd.profiler.emit_nvtx"})
+GRADCHECK = _spellings(
+    ("torch.autograd", "torch.autograd.gradcheck"), ("gradcheck", "gradgradcheck")
+)
+
+# -- device memory and synchronization ----------------------------------------------------
+
+EMPTY_CACHE = frozenset(
+    {
+        "torch.cuda.empty_cache",
+        "torch.cuda.memory.empty_cache",
+        "torch.mps.empty_cache",
+        "torch.xpu.empty_cache",
+        "torch.xpu.memory.empty_cache",
+        "torch.accelerator.empty_cache",
+        "torch.accelerator.memory.empty_cache",
+    }
+)
+DEVICE_SYNCHRONIZE = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.mps.synchronize",
+        "torch.xpu.synchronize",
+        "torch.accelerator.synchronize",
+    }
+)
+# Tensor methods that copy to the host and wait for the device.
+HOST_SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 
 # -- mixed precision ------------------------------------------------------------------
 

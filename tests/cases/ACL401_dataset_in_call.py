@@ -65,7 +65,7 @@ def train(train_loader, model, criterion, optimizer, epoch, device):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        total += loss.item()
+        total += loss.item()  # ACL308
     return total / len(train_loader)
 
 
