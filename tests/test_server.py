@@ -5,6 +5,7 @@ syntax error and back, a notebook."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import textwrap
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -204,11 +205,15 @@ def test_diagnostics_code_actions_hover_and_a_syntax_error_and_back(tmp_path: Pa
                     ),
                 )
             )
-            assert [a.title for a in actions] == ["accel-lint: fix all (1 fix)"]
+            assert len(actions) == 1 and actions[0].kind == "source.fixAll.accel-lint"
             fixed = applied(TRAIN, actions[0].edit.changes[path.as_uri()])
-            ran = cli("fix", "--diff", str(path), cwd=tmp_path)
-            cli("fix", "--apply", str(path), cwd=tmp_path)
-            assert fixed == path.read_text(encoding="utf-8") != TRAIN, ran.stdout
+            ran = cli("fix", "--apply", str(path), cwd=tmp_path)
+            assert fixed == path.read_text(encoding="utf-8") != TRAIN, ran.stdout + ran.stderr
+            assert "pin_memory=True" in fixed and "num_workers" not in fixed  # safe fixes only
+            said = re.search(r"Fixed (\d+) finding", ran.stdout + ran.stderr)
+            assert said is not None, ran.stdout + ran.stderr
+            n = int(said.group(1))
+            assert actions[0].title == f"accel-lint: fix all ({n} fix{'es' if n != 1 else ''})"
 
             hover = await client.text_document_hover_async(
                 types.HoverParams(
