@@ -49,6 +49,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".ruff_cache",
     ".accel_lint_cache",
+    ".ipynb_checkpoints",
 )
 
 _KEYS = frozenset(

@@ -12,7 +12,7 @@ MAX_BYTES = 5 * 1024 * 1024  # libcst needs seconds per 100 kB of one huge liter
 
 
 def discover(paths: Iterable[str], settings: Settings, *, force_exclude: bool = False) -> list[str]:
-    """Python files under `paths`, sorted, without excluded ones.
+    """Python files and notebooks under `paths`, sorted, without excluded ones.
 
     A file named on the command line is linted even when excluded, unless
     `force_exclude` (what pre-commit hooks pass, since they name every file).
@@ -36,7 +36,7 @@ def _walk(root: Path, settings: Settings) -> Iterator[str]:
             d for d in dirnames if not settings.is_excluded(os.path.join(dirpath, d))
         )
         for name in sorted(filenames):
-            if name.endswith(".py"):
+            if name.endswith((".py", ".ipynb")):
                 full = os.path.join(dirpath, name)
                 if not settings.is_excluded(full):
                     yield full

@@ -17,7 +17,7 @@ import difflib
 import os
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
@@ -25,7 +25,7 @@ from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.files import ReadError, read_bytes
 from accel_lint.parallel import available_cpus, map_ordered
 from accel_lint.rules import RULES
-from accel_lint.source import DecodeError, decode, skip_file, syntax_check
+from accel_lint.source import DecodeError, Source, decode, skip_file, syntax_check
 
 # Below this many files to lint, forking workers costs more than it saves.
 PARALLEL_MIN_FILES = 8
@@ -41,12 +41,20 @@ class FileReport:
 def lint_bytes(
     path: str, data: bytes, settings: Settings, *, with_edits: bool = False
 ) -> FileReport:
+    if path.lower().endswith(".ipynb"):
+        return _lint_notebook(path, data, settings, with_edits)
     if skip_file(data):
         return FileReport(path)
     try:
         source = decode(data)
     except DecodeError as exc:
         return FileReport(path, [parse_error(path, str(exc))])
+    return _lint_source(path, data, source, settings, with_edits)
+
+
+def _lint_source(
+    path: str, data: bytes, source: Source, settings: Settings, with_edits: bool
+) -> FileReport:
     try:
         if (
             not _may_match(settings.codes_for(path), data)
@@ -60,6 +68,36 @@ def lint_bytes(
         return FileReport(path, diagnostics(analysis, with_edits=with_edits))
     except Exception:  # a rule's bug must not take the whole run down
         return FileReport(path, internal_error=traceback.format_exc())
+
+
+def _lint_notebook(path: str, data: bytes, settings: Settings, with_edits: bool) -> FileReport:
+    """A notebook's code cells as one program; findings at their cell and row."""
+    from accel_lint.notebook import load  # only when a notebook is linted
+
+    book = load(path, data)
+    if isinstance(book, Diagnostic):
+        return FileReport(path, [book])
+    program = book.program.encode()
+    if not book.python or skip_file(program):
+        return FileReport(path)
+    report = _lint_source(path, program, Source(book.program, "utf-8"), settings, with_edits)
+    found = [book.map_diagnostic(d) for d in report.diagnostics]
+    if book.broken:  # a notebook with a cell that does not parse gets no fixes
+        found = [_unfixable(d, "a cell of the notebook does not parse") for d in found]
+    report.diagnostics = _cell_order(found + book.broken)
+    return report
+
+
+def _unfixable(diag: Diagnostic, reason: str) -> Diagnostic:
+    if not diag.has_fix:
+        return diag
+    return replace(
+        diag, fix=None, has_fix=False, fix_safety=None, fix_message=None, no_fix_reason=reason
+    )
+
+
+def _cell_order(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    return sorted(diagnostics, key=lambda d: (d.cell or 0, d.row, d.column, d.code))
 
 
 def _may_match(codes: frozenset[str], data: bytes) -> bool:
@@ -175,6 +213,8 @@ class FixReport:
 
 
 def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
+    if path.lower().endswith(".ipynb"):
+        return _fix_notebook(path, data, settings)
     report = FixReport(path, data)
     if skip_file(data):
         return report
@@ -184,23 +224,88 @@ def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
         report.remaining.append(parse_error(path, str(exc)))
         return report
     try:
-        from accel_lint.engine import diagnostics, rules_for
-        from accel_lint.fixer import fix_source
-
-        rules = rules_for(settings.codes_for(path), data)
-        outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
-        if outcome.remaining is not None:
-            report.remaining = diagnostics(outcome.remaining)
+        outcome = _fix_text(path, data, source, settings)
     except Exception:
         report.internal_error = traceback.format_exc()
         return report
     report.error = outcome.error
+    if outcome.remaining is not None:
+        report.remaining = outcome.remaining
     if outcome.changed:
         fixed = source.encode(outcome.fixed_text)
         if fixed != data:
             report.fixed = fixed
-            report.applied = len(outcome.applied)
+            report.applied = outcome.applied
             report.diff = unified_diff(path, source.text, outcome.fixed_text)
+    return report
+
+
+@dataclass
+class _TextFix:
+    fixed_text: str
+    changed: bool
+    applied: int
+    remaining: list[Diagnostic] | None
+    error: str | None
+
+
+def _fix_text(path: str, data: bytes, source: Source, settings: Settings) -> _TextFix:
+    from accel_lint.engine import diagnostics, rules_for
+    from accel_lint.fixer import fix_source
+
+    rules = rules_for(settings.codes_for(path), data)
+    outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
+    remaining = diagnostics(outcome.remaining) if outcome.remaining is not None else None
+    return _TextFix(
+        outcome.fixed_text, outcome.changed, len(outcome.applied), remaining, outcome.error
+    )
+
+
+def _fix_notebook(path: str, data: bytes, settings: Settings) -> FixReport:
+    """Fix the cells as one program and splice the changed cells' sources back into
+    the notebook's own bytes. A notebook with a cell that does not parse gets no fixes."""
+    from accel_lint.notebook import NotebookError, load
+
+    report = FixReport(path, data)
+    book = load(path, data)
+    if isinstance(book, Diagnostic):
+        report.remaining = [book]
+        return report
+    program = book.program.encode()
+    if not book.python or skip_file(program):
+        return report
+    if book.broken:
+        report.remaining = _lint_notebook(path, data, settings, False).diagnostics
+        return report
+    try:
+        outcome = _fix_text(path, program, Source(book.program, "utf-8"), settings)
+        report.error = outcome.error
+        if not outcome.changed:
+            report.remaining = [book.map_diagnostic(d) for d in outcome.remaining or []]
+            return report
+        try:
+            texts = book.cell_texts(outcome.fixed_text)
+        except NotebookError as exc:
+            report.error = f"the fixed cells could not be written back ({exc}); unchanged"
+            report.remaining = _lint_notebook(path, data, settings, False).diagnostics
+            return report
+        old = {cell.index: cell.text for cell in book.cells}
+        changed = {index: text for index, text in texts.items() if text != old[index]}
+        fixed = book.with_sources(changed).encode("utf-8")
+        if data.startswith(b"\xef\xbb\xbf"):
+            fixed = b"\xef\xbb\xbf" + fixed
+        after = load(path, fixed)
+        assert not isinstance(after, Diagnostic)
+        report.remaining = _cell_order([after.map_diagnostic(d) for d in outcome.remaining or []])
+        if fixed != data:
+            report.fixed = fixed
+            report.applied = outcome.applied
+            report.diff = "".join(
+                unified_diff(f"{path}:cell {index}", old[index], changed[index])
+                for index in sorted(changed)
+            )
+    except Exception:
+        report.internal_error = traceback.format_exc()
     return report
 
 

@@ -204,6 +204,7 @@ def test_check_loads_neither_the_verifier_nor_rich(tmp_path: Path) -> None:
         "except SystemExit:\n"
         "    pass\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('rich', 'accel_lint.verify',"
+        " 'accel_lint.notebook',"
         " 'torch')))\n"
         "sys.stderr.write(repr(loaded))\n"
     )

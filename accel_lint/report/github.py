@@ -45,7 +45,7 @@ def github_line(diag: Diagnostic) -> str:
             ("title", diag.code),
         )
     )
-    message = f"{diag.filename}:{diag.row}:{diag.column}: {diag.code} {diag.full_message}"
+    message = f"{diag.location}: {diag.code} {diag.full_message}"
     return f"::{level} {props}::{escape_data(message)}"
 
 
