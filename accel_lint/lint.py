@@ -18,6 +18,7 @@ import os
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
@@ -369,3 +370,80 @@ def unified_diff(path: str, old: str, new: str) -> str:
     for line in lines:
         text += line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
     return text
+
+
+# -- check --add-noqa ------------------------------------------------------------
+
+
+@dataclass
+class NoqaOutcome:
+    files: int = 0  # files changed
+    lines: int = 0  # lines changed
+    skipped: list[tuple[str, int]] = field(default_factory=list)  # rows a comment cannot take
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+
+def add_noqa_paths(
+    files: Sequence[str], settings: Settings, *, use_cache: bool = True, jobs: int | None = None
+) -> NoqaOutcome:
+    """Append `# noqa: CODES` to the reported line of every finding (but ACL000, which
+    no comment can suppress), merged into a noqa already there; write atomically."""
+    from accel_lint.fixer import write_atomic
+    from accel_lint.noqa import add_codes
+
+    outcome = NoqaOutcome()
+    for report in lint_paths(files, settings, use_cache=use_cache, jobs=jobs):
+        found = [d for d in report.diagnostics if d.code != "ACL000"]
+        if report.internal_error is not None:
+            outcome.errors.append((report.path, "internal error; run `check` to see it"))
+            continue
+        if not found:
+            continue
+        try:
+            data = read_bytes(report.path)
+            source = decode(data)
+        except (ReadError, DecodeError) as exc:
+            outcome.errors.append((report.path, str(exc)))
+            continue
+        notebook = report.path.lower().endswith(".ipynb")
+        book = None
+        text = source.text
+        if notebook:
+            from accel_lint.notebook import load
+
+            loaded = load(report.path, data)
+            if isinstance(loaded, Diagnostic):
+                continue
+            book = loaded
+            text = book.program
+        starts = {c.index: c.start for c in book.cells} if book is not None else {}
+        wanted: dict[int, set[str]] = {}
+        for diag in found:
+            row = diag.row if diag.cell is None else starts[diag.cell] + diag.row - 1
+            wanted.setdefault(row, set()).add(diag.code)
+        new_text, changed, skipped = add_codes(text, wanted)
+        outcome.skipped.extend((report.path, row) for row in skipped)
+        if not changed:
+            continue
+        if (
+            syntax_check(report.path, new_text) is not None
+            and syntax_check(report.path, text) is None
+        ):  # pragma: no cover - add_codes keeps away from strings and continuations
+            outcome.errors.append((report.path, "adding noqa comments broke the file; unchanged"))
+            continue
+        if book is not None:
+            old = {cell.index: cell.text for cell in book.cells}
+            texts = book.cell_texts(new_text)
+            new_data = book.with_sources({i: t for i, t in texts.items() if t != old[i]}).encode(
+                "utf-8"
+            )
+        else:
+            new_data = source.encode(new_text)
+        try:
+            write_atomic(Path(report.path), new_data)
+        except OSError as exc:
+            outcome.errors.append((report.path, f"cannot write: {exc.strerror}"))
+            continue
+        outcome.files += 1
+        outcome.lines += changed
+    return outcome

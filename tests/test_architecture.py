@@ -65,6 +65,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
             "accel_lint.names",
             "accel_lint.walk",
             "accel_lint.source",
+            "accel_lint.noqa",
             "accel_lint.diagnostic",
             "accel_lint.pages",
         ),

@@ -44,6 +44,17 @@ from accel_lint.report.text import render_statistics
     help="Print the diff of the fixes instead of the findings, like `fix` without --apply; "
     "exit 1 when fixes are pending.",
 )
+@click.option(
+    "--fix",
+    "fix_",
+    is_flag=True,
+    help="Apply the fixes, like `fix --apply` (with --unsafe-fixes, the unsafe ones too).",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Append `# noqa: CODE` to each finding's line, so the gate passes today.",
+)
 @jobs_option
 @click.pass_context
 def check(
@@ -63,12 +74,48 @@ def check(
     statistics: bool,
     exit_zero: bool,
     diff: bool,
+    fix_: bool,
+    add_noqa: bool,
     jobs: int | None,
 ) -> None:
     """Lint PATHS (files or directories; `-` reads standard input)."""
-    if diff:
-        if statistics:
-            fail("--diff and --statistics cannot be combined")
+    if sum((diff, fix_, add_noqa)) > 1:
+        fail("--diff, --fix and --add-noqa cannot be combined")
+    if (diff or fix_ or add_noqa) and statistics:
+        fail("--statistics cannot be combined with --diff, --fix or --add-noqa")
+    if add_noqa:
+        shared = common(
+            paths,
+            select,
+            ignore,
+            extend_select,
+            config_file,
+            isolated,
+            unsafe_fixes,
+            stdin_filename,
+        )
+        if shared.stdin:
+            fail("--add-noqa needs files, not standard input")
+        from accel_lint.lint import add_noqa_paths
+
+        files = discover(shared.paths, shared.settings, force_exclude=force_exclude)
+        outcome = add_noqa_paths(files, shared.settings, jobs=jobs)
+        for path, error in outcome.errors:
+            click.echo(f"accel-lint: error: {path}: {error}", err=True)
+        n, m = outcome.lines, outcome.files
+        click.echo(
+            f"Added `# noqa` to {n} line{'s' if n != 1 else ''} "
+            f"in {m} file{'s' if m != 1 else ''}.",
+            err=True,
+        )
+        for path, row in outcome.skipped:
+            click.echo(
+                f"accel-lint: {path}:{row}: a comment cannot go on this line "
+                "(inside a string or after a backslash); suppress it by hand",
+                err=True,
+            )
+        sys.exit(EXIT_ERROR if outcome.errors else EXIT_OK)
+    if diff or fix_:
         try:
             # the fixer loads libcst: only when asked for
             from accel_lint.cli.fix import fix
@@ -86,6 +133,8 @@ def check(
                 force_exclude=force_exclude,
                 no_cache=no_cache,
                 quiet=quiet,
+                apply_=fix_,
+                exit_non_zero_on_fix=False,
                 jobs=jobs,
             )
         except SystemExit as exc:

@@ -44,6 +44,7 @@ DATA_PARALLEL = (b"DataParallel",)
 DISTRIBUTED = (b"init_process_group", b"DistributedDataParallel", b"horovod")
 
 RULES: tuple[RuleEntry, ...] = (
+    RuleEntry("ACL001", "unused_noqa.UnusedNoqa", (b"noqa", b"NOQA")),
     RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER),
     RuleEntry("ACL102", "dataloader_unpinned_memory.DataloaderUnpinnedMemory", LOADER),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
