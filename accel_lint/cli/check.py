@@ -21,8 +21,8 @@ from accel_lint.cli.common import (
 from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover
 from accel_lint.lint import FileReport, lint_bytes, lint_paths
-from accel_lint.report import FORMATS, render
-from accel_lint.report.text import render_statistics
+from accel_lint.report import FORMATS, HUMAN, WITH_EDITS, render
+from accel_lint.report.text import render_statistics, render_statistics_json, use_color
 
 
 @click.command()
@@ -36,7 +36,26 @@ from accel_lint.report.text import render_statistics
     envvar="ACCEL_LINT_OUTPUT_FORMAT",
     help="How to print findings.",
 )
-@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option(
+    "--output-file",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="ACCEL_LINT_OUTPUT_FILE",
+    help="Write the findings to this file instead of standard output.",
+)
+@click.option(
+    "--color",
+    type=click.Choice(("auto", "always", "never")),
+    default="auto",
+    show_default=True,
+    help="Colour the human formats: on a terminal (auto; NO_COLOR and FORCE_COLOR are "
+    "honoured), always, or never.",
+)
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Count findings per rule instead of listing them (JSON with --output-format json).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option(
     "--diff",
@@ -71,6 +90,8 @@ def check(
     no_cache: bool,
     quiet: bool,
     output_format: str,
+    output_file: Path | None,
+    color: str,
     statistics: bool,
     exit_zero: bool,
     diff: bool,
@@ -81,8 +102,9 @@ def check(
     """Lint PATHS (files or directories; `-` reads standard input)."""
     if sum((diff, fix_, add_noqa)) > 1:
         fail("--diff, --fix and --add-noqa cannot be combined")
-    if (diff or fix_ or add_noqa) and statistics:
-        fail("--statistics cannot be combined with --diff, --fix or --add-noqa")
+    for flag, name in ((diff, "--diff"), (fix_, "--fix"), (add_noqa, "--add-noqa")):
+        if flag and statistics:
+            fail(f"{name} and --statistics cannot be combined")
     if add_noqa:
         shared = common(
             paths,
@@ -146,7 +168,7 @@ def check(
         paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename
     )
     settings = shared.settings
-    with_edits = output_format in ("json", "sarif")
+    with_edits = output_format in WITH_EDITS
     reports: list[FileReport]
     if shared.stdin:
         name = shared.stdin_filename or "-"
@@ -158,23 +180,34 @@ def check(
         )
     found: list[Diagnostic] = [d for r in reports for d in r.diagnostics]
     internal = [r for r in reports if r.internal_error]
-    out = sys.stdout
-    if statistics:
-        render_statistics(found, out, unsafe_fixes=settings.unsafe_fixes)
-    elif quiet and output_format in ("full", "concise"):
-        render(
-            output_format,
-            found,
-            cast(TextIO, _NoSummary(out)),
-            unsafe_fixes=settings.unsafe_fixes,
-        )
-    else:
-        render(
-            output_format,
-            found,
-            out,
-            unsafe_fixes=settings.unsafe_fixes,
-        )
+    out: Any = sys.stdout
+    handle = None
+    if output_file is not None:
+        try:
+            handle = open(output_file, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        except OSError as exc:
+            fail(f"cannot write {output_file}: {exc.strerror}")
+        out = handle
+    paint = _color(color, out)
+    try:
+        if statistics:
+            if output_format in ("json", "json-lines"):
+                render_statistics_json(found, out, unsafe_fixes=settings.unsafe_fixes)
+            else:
+                render_statistics(found, out, unsafe_fixes=settings.unsafe_fixes)
+        elif quiet and output_format in HUMAN:
+            render(
+                output_format,
+                found,
+                cast(TextIO, _NoSummary(out)),
+                unsafe_fixes=settings.unsafe_fixes,
+                color=paint,
+            )
+        else:
+            render(output_format, found, out, unsafe_fixes=settings.unsafe_fixes, color=paint)
+    finally:
+        if handle is not None:
+            handle.close()
     for report in internal:
         internal_error(report.path, report.internal_error or "")
     if internal:
@@ -182,6 +215,14 @@ def check(
     if found and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _color(choice: str, stream: Any) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return use_color(stream)
 
 
 class _NoSummary:

@@ -183,3 +183,33 @@ def render_statistics(
             f"Found {n} finding{'s' if n != 1 else ''}: {sum(safe_fix.values())} with a safe fix, "
             f"{sum(unsafe_fix.values())} with an unsafe fix.\n"
         )
+
+
+def render_statistics_json(
+    diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool
+) -> None:
+    """ruff's JSON statistics: one object per code, most frequent first."""
+    import json
+
+    from accel_lint.pages import page_url
+
+    counts = Counter(d.code for d in diagnostics)
+    names = {d.code: d.name for d in diagnostics}
+    rows = []
+    for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        mine = [d for d in diagnostics if d.code == code]
+        safe = sum(1 for d in mine if d.has_fix and d.fix_safety == "safe")
+        unsafe = sum(1 for d in mine if d.has_fix and d.fix_safety == "unsafe")
+        rows.append(
+            {
+                "code": code,
+                "name": names[code],
+                "count": count,
+                "fixable": safe + (unsafe if unsafe_fixes else 0) > 0,
+                "safe_fixes": safe,
+                "unsafe_fixes": unsafe,
+                "url": page_url(code),
+            }
+        )
+    json.dump(rows, stream, indent=2)
+    stream.write("\n")
