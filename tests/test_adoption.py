@@ -102,7 +102,9 @@ def test_unused_noqa_fix(tmp_path: Path) -> None:
 
 
 def test_file_level_noqa(tmp_path: Path) -> None:
-    body = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(range(8))\n"
+    body = (
+        "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(range(8))\n"
+    )
     torch_cuda = 'device = torch.device("cuda")\n'
     (tmp_path / "a.py").write_text("# accel-lint: noqa: ACL101, ACL102\n" + body + torch_cuda)
     (tmp_path / "b.py").write_text("# accel-lint: noqa: ACL102\n" + body + torch_cuda)

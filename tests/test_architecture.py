@@ -33,6 +33,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
             "accel_lint.lint",
             "accel_lint.fixer",
             "accel_lint.files",
+            "accel_lint.gitignore",
             "accel_lint.cache",
             "accel_lint.parallel",
             "accel_lint.report",

@@ -18,7 +18,11 @@ from tests.support import ROOT, Ran, cli
 from tests.test_ci_formats import BROKEN, CLEAN, TRAIN
 
 SCHEMAS = ROOT / "tests" / "data" / "schemas"
-UNICODE = 'import torch\nfrom torch.utils.data import DataLoader\nnom = "é"; loader = DataLoader(range(8))\n'
+UNICODE = (
+    "import torch\n"
+    "from torch.utils.data import DataLoader\n"
+    'nom = "é"; loader = DataLoader(range(8))\n'
+)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -13,10 +14,12 @@ from accel_lint.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     common,
+    describe_settings,
     fail,
     internal_error,
     jobs_option,
     selection_options,
+    warn_if_empty,
 )
 from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover
@@ -74,6 +77,10 @@ from accel_lint.report.text import render_statistics, render_statistics_json, us
     is_flag=True,
     help="Append `# noqa: CODE` to each finding's line, so the gate passes today.",
 )
+@click.option("--show-files", is_flag=True, help="List the files that would be linted, and exit.")
+@click.option(
+    "--show-settings", is_flag=True, help="Show the resolved settings for each file, and exit."
+)
 @jobs_option
 @click.pass_context
 def check(
@@ -87,6 +94,8 @@ def check(
     unsafe_fixes: bool | None,
     stdin_filename: str | None,
     force_exclude: bool,
+    extend_exclude: str | None,
+    respect_gitignore: bool | None,
     no_cache: bool,
     quiet: bool,
     output_format: str,
@@ -97,6 +106,8 @@ def check(
     diff: bool,
     fix_: bool,
     add_noqa: bool,
+    show_files: bool,
+    show_settings: bool,
     jobs: int | None,
 ) -> None:
     """Lint PATHS (files or directories; `-` reads standard input)."""
@@ -115,12 +126,15 @@ def check(
             isolated,
             unsafe_fixes,
             stdin_filename,
+            extend_exclude,
+            respect_gitignore,
         )
         if shared.stdin:
             fail("--add-noqa needs files, not standard input")
         from accel_lint.lint import add_noqa_paths
 
         files = discover(shared.paths, shared.settings, force_exclude=force_exclude)
+        warn_if_empty(files, shared.paths)
         outcome = add_noqa_paths(files, shared.settings, jobs=jobs)
         for path, error in outcome.errors:
             click.echo(f"accel-lint: error: {path}: {error}", err=True)
@@ -153,6 +167,8 @@ def check(
                 unsafe_fixes=unsafe_fixes,
                 stdin_filename=stdin_filename,
                 force_exclude=force_exclude,
+                extend_exclude=extend_exclude,
+                respect_gitignore=respect_gitignore,
                 no_cache=no_cache,
                 quiet=quiet,
                 apply_=fix_,
@@ -165,7 +181,16 @@ def check(
             raise
         return
     shared = common(
-        paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename
+        paths,
+        select,
+        ignore,
+        extend_select,
+        config_file,
+        isolated,
+        unsafe_fixes,
+        stdin_filename,
+        extend_exclude,
+        respect_gitignore,
     )
     settings = shared.settings
     with_edits = output_format in WITH_EDITS
@@ -175,6 +200,14 @@ def check(
         reports = [lint_bytes(name, sys.stdin.buffer.read(), settings, with_edits=with_edits)]
     else:
         files = discover(shared.paths, settings, force_exclude=force_exclude)
+        if show_files or show_settings:
+            warn_if_empty(files, shared.paths)
+            if show_settings:
+                click.echo(describe_settings(settings, files), nl=False)
+            else:
+                click.echo("".join(f"{os.path.abspath(f)}\n" for f in files), nl=False)
+            sys.exit(EXIT_OK)
+        warn_if_empty(files, shared.paths)
         reports = lint_paths(
             files, settings, with_edits=with_edits, use_cache=not no_cache, jobs=jobs
         )
