@@ -135,7 +135,7 @@ def check(
 
         files = discover(shared.paths, shared.settings, force_exclude=force_exclude)
         warn_if_empty(files, shared.paths)
-        outcome = add_noqa_paths(files, shared.settings, jobs=jobs)
+        outcome = add_noqa_paths(files, shared.settings, use_cache=not no_cache, jobs=jobs)
         for path, error in outcome.errors:
             click.echo(f"accel-lint: error: {path}: {error}", err=True)
         n, m = outcome.lines, outcome.files

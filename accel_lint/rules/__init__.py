@@ -44,7 +44,7 @@ DATA_PARALLEL = (b"DataParallel",)
 DISTRIBUTED = (b"init_process_group", b"DistributedDataParallel", b"horovod")
 
 RULES: tuple[RuleEntry, ...] = (
-    # a noqa that names one of our codes (a flake8-only `# noqa: E501` costs no parse)
+    # a noqa comment naming one of our codes (one naming only E501 costs no parse)
     RuleEntry(
         "ACL001",
         "unused_noqa.UnusedNoqa",
