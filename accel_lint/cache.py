@@ -86,7 +86,7 @@ def _dump(diag: Diagnostic) -> list[Any]:
         fix = [
             diag.fix.applicability,
             diag.fix.message,
-            [[e.content, e.row, e.column, e.end_row, e.end_column] for e in diag.fix.edits],
+            [[e.content, e.row, e.column, e.end_row, e.end_column, e.cell] for e in diag.fix.edits],
         ]
     return [
         diag.code,
@@ -100,17 +100,19 @@ def _dump(diag: Diagnostic) -> list[Any]:
         diag.fix_safety,
         diag.fix_message,
         fix,
+        diag.cell,
     ]
 
 
 def _load(raw: list[Any], filename: str, with_edits: bool) -> Diagnostic:
-    code, name, message, row, column, end_row, end_column, has_fix, safety, fix_message, fix = raw
+    code, name, message, row, column, end_row, end_column, has_fix, safety, fix_message, fix = raw[
+        :11
+    ]
+    cell = raw[11] if len(raw) > 11 else None
     view = None
     if fix is not None and with_edits:
         applicability, fmessage, edits = fix
-        view = FixView(
-            applicability, fmessage, tuple(Edit(c, r, col, er, ec) for c, r, col, er, ec in edits)
-        )
+        view = FixView(applicability, fmessage, tuple(Edit(*edit) for edit in edits))
     return Diagnostic(
         code,
         name,
@@ -124,6 +126,7 @@ def _load(raw: list[Any], filename: str, with_edits: bool) -> Diagnostic:
         has_fix,
         safety,
         fix_message,
+        cell=cell,
     )
 
 

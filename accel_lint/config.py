@@ -49,6 +49,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".ruff_cache",
     ".accel_lint_cache",
+    ".ipynb_checkpoints",
 )
 
 _KEYS = frozenset(
@@ -61,6 +62,8 @@ _KEYS = frozenset(
         "unsafe-fixes",
         "target-torch",
         "rules",
+        "extend",
+        "respect-gitignore",
     }
 )
 
@@ -86,6 +89,8 @@ class Settings:
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)
     config_file: Path | None = None
+    respect_gitignore: bool = True
+    extended: tuple[Path, ...] = ()  # the files `extend` brought in, outermost last
 
     def options_for(self, rule: type[Rule]) -> dict[str, Any]:
         values = {name: opt.default for name, opt in rule.options.items()}
@@ -266,16 +271,18 @@ def load_settings(
     cli: Selection | None = None,
     unsafe_fixes: bool | None = None,
     isolated: bool = False,
+    extend_exclude: Sequence[str] = (),
 ) -> Settings:
     """Settings from the discovered (or given) config file plus command-line overrides."""
     path = config_path
     if path is None and not isolated:
         path = find_config((search_from or Path.cwd()).resolve())
     table: dict[str, Any] = {}
+    extended: list[Path] = []
     if path is not None:
         if not path.is_file():
             raise ConfigError(f"{path}: configuration file not found")
-        table = _config_table(path)
+        table = _extended_table(path, extended)
     where = path or Path("<defaults>")
     unknown = sorted(set(table) - _KEYS)
     if unknown:
@@ -310,6 +317,10 @@ def load_settings(
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     if "exclude" in table:
         exclude = DEFAULT_EXCLUDE + _str_list(table["exclude"], "exclude", where)
+    exclude += tuple(extend_exclude)
+    respect_gitignore = table.get("respect-gitignore", True)
+    if not isinstance(respect_gitignore, bool):
+        raise ConfigError(f"{where}: `respect-gitignore` must be true or false")
 
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
@@ -323,7 +334,12 @@ def load_settings(
     target: tuple[int, int] | None = None
     if "target-torch" in table:
         raw = table["target-torch"]
-        target = parse_version(str(raw)) if isinstance(raw, (str, int, float)) else None
+        if not isinstance(raw, str):
+            # a TOML number loses the version: 1.10 reads as 1.1
+            raise ConfigError(
+                f'{where}: `target-torch` must be a string such as "2.1", not {raw!r}'
+            )
+        target = parse_version(raw)
         if target is None:
             raise ConfigError(f'{where}: `target-torch` must be a version such as "2.1"')
     else:
@@ -339,7 +355,32 @@ def load_settings(
         rule_options=rule_options,
         root=root,
         config_file=path,
+        respect_gitignore=respect_gitignore,
+        extended=tuple(extended),
     )
+
+
+def _extended_table(path: Path, chain: list[Path]) -> dict[str, Any]:
+    """The file's table on top of the one its `extend` names (relative to the file),
+    recursively; `rules` and `per-file-ignores` merge per entry, other keys replace."""
+    table = _config_table(path)
+    if "extend" not in table:
+        return table
+    target = table.pop("extend")
+    if not isinstance(target, str):
+        raise ConfigError(f"{path}: `extend` must be the path of another configuration file")
+    base_path = (path.parent / os.path.expanduser(target)).resolve()
+    if base_path in chain or base_path == path.resolve():
+        raise ConfigError(f"{path}: `extend` makes a cycle through {base_path}")
+    if not base_path.is_file():
+        raise ConfigError(f"{path}: `extend`: {base_path} not found")
+    chain.append(base_path)
+    base = _extended_table(base_path, chain)
+    merged = {**base, **table}
+    for key in ("rules", "per-file-ignores"):
+        if isinstance(base.get(key), dict) and isinstance(table.get(key), dict):
+            merged[key] = {**base[key], **table[key]}
+    return merged
 
 
 def _rule_options(raw: Any, where: Path) -> dict[str, dict[str, Any]]:

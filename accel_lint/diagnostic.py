@@ -16,6 +16,7 @@ class Edit:
     column: int
     end_row: int
     end_column: int
+    cell: int | None = None  # in a notebook: the cell (1-based) the rows count in
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,13 @@ class Diagnostic:
     fix_safety: str | None = None  # "safe" / "unsafe" when a fix is offered
     fix_message: str | None = None
     no_fix_reason: str | None = None  # why a rule that can fix does not fix this one
+    cell: int | None = None  # in a notebook: the cell (1-based, all cells counted) of `row`
+
+    @property
+    def location(self) -> str:
+        """`train.py:12:9`, or ruff's `nb.ipynb:cell 3:2:5` in a notebook."""
+        cell = "" if self.cell is None else f"cell {self.cell}:"
+        return f"{self.filename}:{cell}{self.row}:{self.column}"
 
     @property
     def full_message(self) -> str:

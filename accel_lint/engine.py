@@ -4,13 +4,13 @@ then positions (only when something was found), suppressions and diagnostics."""
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from accel_lint import noqa
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView, parse_error
 from accel_lint.facts import FileFacts
@@ -21,12 +21,6 @@ from accel_lint.rule import Finding, Fix, FixSafety, Rule, RuleContext
 from accel_lint.rules import RULES
 from accel_lint.source import Source, compile_ast, syntax_check
 from accel_lint.walk import walk
-
-# flake8's grammar: a bare noqa comment, or noqa followed by a colon and codes
-_NOQA = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
-)
-_NOQA_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 
 
 @dataclass
@@ -83,11 +77,24 @@ def analyze(
     walk(module, [FactsCollector(facts), *instances, ScopeCloser(facts)])
     facts.finish()
     findings: list[Finding] = []
+    readers: list[Rule] = []
     for instance in instances:
         instance.finish()
-        findings.extend(instance.findings)
-    if findings and apply_noqa:
-        findings = _unsuppressed(analysis, findings)
+        if instance.reads_suppressions:
+            readers.append(instance)  # decides once the others' findings are filtered
+        else:
+            findings.extend(instance.findings)
+    if apply_noqa and (findings or readers):
+        suppressions = noqa.read(source.text)
+        used: dict[int, set[str]] = {}
+        findings = _unsuppressed(analysis, findings, suppressions, used)
+        known = frozenset(entry.code for entry in RULES)
+        for reader in readers:
+            reader.finish_suppressions(suppressions.lines, used, settings.codes_for(path), known)
+            findings.extend(_unsuppressed(analysis, reader.findings, suppressions, {}))
+    elif not apply_noqa:
+        for reader in readers:
+            findings.extend(reader.findings)
     analysis.findings = findings
     return analysis
 
@@ -107,26 +114,27 @@ def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnosti
     )
 
 
-def _unsuppressed(analysis: Analysis, findings: list[Finding]) -> list[Finding]:
-    lines = analysis.source.text.splitlines()
+def _unsuppressed(
+    analysis: Analysis,
+    findings: list[Finding],
+    suppressions: noqa.Suppressions,
+    used: dict[int, set[str]],
+) -> list[Finding]:
+    """The findings no `# noqa` covers; `used` collects, per row, the codes a
+    directive of that row suppressed."""
+    if not suppressions.lines and not suppressions.file_codes:
+        return findings
+    rows = suppressions.by_row()
     kept: list[Finding] = []
     for finding in findings:
+        if finding.code in suppressions.file_codes:
+            continue
         row = analysis.range_of(finding.node).start.line
-        if not (0 < row <= len(lines) and _noqa_covers(lines[row - 1], finding.code)):
+        if noqa.covers(rows.get(row), finding.code):
+            used.setdefault(row, set()).add(finding.code)
+        else:
             kept.append(finding)
     return kept
-
-
-def _noqa_covers(line: str, code: str) -> bool:
-    if "#" not in line:
-        return False
-    match = _NOQA.search(line)
-    if match is None:
-        return False
-    codes = match.group("codes")
-    if codes is None:
-        return True
-    return code.upper() in {c.upper() for c in _NOQA_CODE.findall(codes)}
 
 
 def sort_key(finding: Finding, analysis: Analysis) -> tuple[int, int, str]:

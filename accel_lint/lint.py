@@ -17,7 +17,8 @@ import difflib
 import os
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
@@ -25,7 +26,7 @@ from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.files import ReadError, read_bytes
 from accel_lint.parallel import available_cpus, map_ordered
 from accel_lint.rules import RULES
-from accel_lint.source import DecodeError, decode, skip_file, syntax_check
+from accel_lint.source import DecodeError, Source, decode, skip_file, syntax_check
 
 # Below this many files to lint, forking workers costs more than it saves.
 PARALLEL_MIN_FILES = 8
@@ -41,12 +42,20 @@ class FileReport:
 def lint_bytes(
     path: str, data: bytes, settings: Settings, *, with_edits: bool = False
 ) -> FileReport:
+    if path.lower().endswith(".ipynb"):
+        return _lint_notebook(path, data, settings, with_edits)
     if skip_file(data):
         return FileReport(path)
     try:
         source = decode(data)
     except DecodeError as exc:
         return FileReport(path, [parse_error(path, str(exc))])
+    return _lint_source(path, data, source, settings, with_edits)
+
+
+def _lint_source(
+    path: str, data: bytes, source: Source, settings: Settings, with_edits: bool
+) -> FileReport:
     try:
         if (
             not _may_match(settings.codes_for(path), data)
@@ -60,6 +69,36 @@ def lint_bytes(
         return FileReport(path, diagnostics(analysis, with_edits=with_edits))
     except Exception:  # a rule's bug must not take the whole run down
         return FileReport(path, internal_error=traceback.format_exc())
+
+
+def _lint_notebook(path: str, data: bytes, settings: Settings, with_edits: bool) -> FileReport:
+    """A notebook's code cells as one program; findings at their cell and row."""
+    from accel_lint.notebook import load  # only when a notebook is linted
+
+    book = load(path, data)
+    if isinstance(book, Diagnostic):
+        return FileReport(path, [book])
+    program = book.program.encode()
+    if not book.python or skip_file(program):
+        return FileReport(path)
+    report = _lint_source(path, program, Source(book.program, "utf-8"), settings, with_edits)
+    found = [book.map_diagnostic(d) for d in report.diagnostics]
+    if book.broken:  # a notebook with a cell that does not parse gets no fixes
+        found = [_unfixable(d, "a cell of the notebook does not parse") for d in found]
+    report.diagnostics = _cell_order(found + book.broken)
+    return report
+
+
+def _unfixable(diag: Diagnostic, reason: str) -> Diagnostic:
+    if not diag.has_fix:
+        return diag
+    return replace(
+        diag, fix=None, has_fix=False, fix_safety=None, fix_message=None, no_fix_reason=reason
+    )
+
+
+def _cell_order(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    return sorted(diagnostics, key=lambda d: (d.cell or 0, d.row, d.column, d.code))
 
 
 def _may_match(codes: frozenset[str], data: bytes) -> bool:
@@ -175,6 +214,8 @@ class FixReport:
 
 
 def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
+    if path.lower().endswith(".ipynb"):
+        return _fix_notebook(path, data, settings)
     report = FixReport(path, data)
     if skip_file(data):
         return report
@@ -184,23 +225,88 @@ def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
         report.remaining.append(parse_error(path, str(exc)))
         return report
     try:
-        from accel_lint.engine import diagnostics, rules_for
-        from accel_lint.fixer import fix_source
-
-        rules = rules_for(settings.codes_for(path), data)
-        outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
-        if outcome.remaining is not None:
-            report.remaining = diagnostics(outcome.remaining)
+        outcome = _fix_text(path, data, source, settings)
     except Exception:
         report.internal_error = traceback.format_exc()
         return report
     report.error = outcome.error
+    if outcome.remaining is not None:
+        report.remaining = outcome.remaining
     if outcome.changed:
         fixed = source.encode(outcome.fixed_text)
         if fixed != data:
             report.fixed = fixed
-            report.applied = len(outcome.applied)
+            report.applied = outcome.applied
             report.diff = unified_diff(path, source.text, outcome.fixed_text)
+    return report
+
+
+@dataclass
+class _TextFix:
+    fixed_text: str
+    changed: bool
+    applied: int
+    remaining: list[Diagnostic] | None
+    error: str | None
+
+
+def _fix_text(path: str, data: bytes, source: Source, settings: Settings) -> _TextFix:
+    from accel_lint.engine import diagnostics, rules_for
+    from accel_lint.fixer import fix_source
+
+    rules = rules_for(settings.codes_for(path), data)
+    outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
+    remaining = diagnostics(outcome.remaining) if outcome.remaining is not None else None
+    return _TextFix(
+        outcome.fixed_text, outcome.changed, len(outcome.applied), remaining, outcome.error
+    )
+
+
+def _fix_notebook(path: str, data: bytes, settings: Settings) -> FixReport:
+    """Fix the cells as one program and splice the changed cells' sources back into
+    the notebook's own bytes. A notebook with a cell that does not parse gets no fixes."""
+    from accel_lint.notebook import NotebookError, load
+
+    report = FixReport(path, data)
+    book = load(path, data)
+    if isinstance(book, Diagnostic):
+        report.remaining = [book]
+        return report
+    program = book.program.encode()
+    if not book.python or skip_file(program):
+        return report
+    if book.broken:
+        report.remaining = _lint_notebook(path, data, settings, False).diagnostics
+        return report
+    try:
+        outcome = _fix_text(path, program, Source(book.program, "utf-8"), settings)
+        report.error = outcome.error
+        if not outcome.changed:
+            report.remaining = [book.map_diagnostic(d) for d in outcome.remaining or []]
+            return report
+        try:
+            texts = book.cell_texts(outcome.fixed_text)
+        except NotebookError as exc:
+            report.error = f"the fixed cells could not be written back ({exc}); unchanged"
+            report.remaining = _lint_notebook(path, data, settings, False).diagnostics
+            return report
+        old = {cell.index: cell.text for cell in book.cells}
+        changed = {index: text for index, text in texts.items() if text != old[index]}
+        fixed = book.with_sources(changed).encode("utf-8")
+        if data.startswith(b"\xef\xbb\xbf"):
+            fixed = b"\xef\xbb\xbf" + fixed
+        after = load(path, fixed)
+        assert not isinstance(after, Diagnostic)
+        report.remaining = _cell_order([after.map_diagnostic(d) for d in outcome.remaining or []])
+        if fixed != data:
+            report.fixed = fixed
+            report.applied = outcome.applied
+            report.diff = "".join(
+                unified_diff(f"{path}:cell {index}", old[index], changed[index])
+                for index in sorted(changed)
+            )
+    except Exception:
+        report.internal_error = traceback.format_exc()
     return report
 
 
@@ -264,3 +370,80 @@ def unified_diff(path: str, old: str, new: str) -> str:
     for line in lines:
         text += line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
     return text
+
+
+# -- check --add-noqa ------------------------------------------------------------
+
+
+@dataclass
+class NoqaOutcome:
+    files: int = 0  # files changed
+    lines: int = 0  # lines changed
+    skipped: list[tuple[str, int]] = field(default_factory=list)  # rows a comment cannot take
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+
+def add_noqa_paths(
+    files: Sequence[str], settings: Settings, *, use_cache: bool = True, jobs: int | None = None
+) -> NoqaOutcome:
+    """Append `# noqa: CODES` to the reported line of every finding (but ACL000, which
+    no comment can suppress), merged into a noqa already there; write atomically."""
+    from accel_lint.fixer import write_atomic
+    from accel_lint.noqa import add_codes
+
+    outcome = NoqaOutcome()
+    for report in lint_paths(files, settings, use_cache=use_cache, jobs=jobs):
+        found = [d for d in report.diagnostics if d.code != "ACL000"]
+        if report.internal_error is not None:
+            outcome.errors.append((report.path, "internal error; run `check` to see it"))
+            continue
+        if not found:
+            continue
+        try:
+            data = read_bytes(report.path)
+            source = decode(data)
+        except (ReadError, DecodeError) as exc:
+            outcome.errors.append((report.path, str(exc)))
+            continue
+        notebook = report.path.lower().endswith(".ipynb")
+        book = None
+        text = source.text
+        if notebook:
+            from accel_lint.notebook import load
+
+            loaded = load(report.path, data)
+            if isinstance(loaded, Diagnostic):
+                continue
+            book = loaded
+            text = book.program
+        starts = {c.index: c.start for c in book.cells} if book is not None else {}
+        wanted: dict[int, set[str]] = {}
+        for diag in found:
+            row = diag.row if diag.cell is None else starts[diag.cell] + diag.row - 1
+            wanted.setdefault(row, set()).add(diag.code)
+        new_text, changed, skipped = add_codes(text, wanted)
+        outcome.skipped.extend((report.path, row) for row in skipped)
+        if not changed:
+            continue
+        if (
+            syntax_check(report.path, new_text) is not None
+            and syntax_check(report.path, text) is None
+        ):  # pragma: no cover - add_codes keeps away from strings and continuations
+            outcome.errors.append((report.path, "adding noqa comments broke the file; unchanged"))
+            continue
+        if book is not None:
+            old = {cell.index: cell.text for cell in book.cells}
+            texts = book.cell_texts(new_text)
+            new_data = book.with_sources({i: t for i, t in texts.items() if t != old[i]}).encode(
+                "utf-8"
+            )
+        else:
+            new_data = source.encode(new_text)
+        try:
+            write_atomic(Path(report.path), new_data)
+        except OSError as exc:
+            outcome.errors.append((report.path, f"cannot write: {exc.strerror}"))
+            continue
+        outcome.files += 1
+        outcome.lines += changed
+    return outcome

@@ -11,7 +11,7 @@ every output format renders the same way.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Union
@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Union
 import libcst as cst
 
 from accel_lint.facts import FileFacts
+from accel_lint.noqa import Directive
 
 
 class FixSafety(str, Enum):
@@ -156,6 +157,9 @@ class Rule:
     fix_safety: ClassVar[FixSafety]
     verification: ClassVar[Verification | None] = None  # None when the rule has no fix
     options: ClassVar[Mapping[str, Option]] = {}
+    # a rule that judges the noqa comments themselves decides in
+    # `finish_suppressions`, after the other rules' findings were filtered
+    reads_suppressions: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -203,6 +207,17 @@ class Rule:
 
     def finish(self) -> None:
         """Called once after the walk, when `self.facts` is complete."""
+
+    def finish_suppressions(
+        self,
+        directives: Sequence[Directive],
+        used: Mapping[int, Set[str]],
+        enabled: frozenset[str],
+        known: frozenset[str],
+    ) -> None:
+        """For `reads_suppressions` rules: the file's noqa directives in order, the
+        codes each row's directive suppressed, the codes enabled for the file and
+        every rule code."""
 
 
 def _with_safety(rule: Rule, fix: Fix) -> Fix:

@@ -38,6 +38,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
             "accel_lint.lint",
             "accel_lint.fixer",
             "accel_lint.files",
+            "accel_lint.gitignore",
             "accel_lint.cache",
             "accel_lint.parallel",
             "accel_lint.report",
@@ -70,6 +71,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
             "accel_lint.names",
             "accel_lint.walk",
             "accel_lint.source",
+            "accel_lint.noqa",
             "accel_lint.diagnostic",
             "accel_lint.pages",
         ),
@@ -209,6 +211,7 @@ def test_check_loads_neither_the_verifier_nor_rich(tmp_path: Path) -> None:
         "except SystemExit:\n"
         "    pass\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('rich', 'accel_lint.verify',"
+        " 'accel_lint.notebook',"
         " 'torch')))\n"
         "sys.stderr.write(repr(loaded))\n"
     )

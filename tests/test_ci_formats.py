@@ -120,8 +120,9 @@ def test_github_output_is_what_the_runner_parses_back(project: Path) -> None:
             "endColumn": str(end["column"]),
             "title": f["code"],
         }
-        assert (
-            data == f"{f['filename']}:{start['row']}:{start['column']}: {f['code']} {f['message']}"
+        assert data == (
+            f"{f['filename']}:{start['row']}:{start['column']}: {f['code']} {f['message']}\n"
+            f"{f['url']}"
         )
     odd = [line for line in lines if "odd" in line]
     assert odd and all(f"file={project}/odd%2C name%3A 100%25.py," in line for line in odd)
@@ -136,7 +137,8 @@ def test_github_line_is_exactly_the_documented_shape(tmp_path: Path) -> None:
     assert result.stdout == (
         f"::warning file={tmp_path}/train.py,line=6,col=10,endLine=6,endColumn=40,title=ACL102::"
         "train.py:6:10: ACL102 DataLoader returns pageable memory, so every host-to-GPU copy is "
-        "synchronous and staged: `pin_memory` is not set\n"
+        "synchronous and staged: `pin_memory` is not set"
+        "%0Ahttps://github.com/accel-lint/accel-lint/blob/main/rules/ACL102.md\n"
     )
     assert result.stderr == ""
 

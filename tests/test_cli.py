@@ -467,7 +467,7 @@ def test_rule_and_rules_commands(tmp_path: Path) -> None:
     assert page.stdout.startswith("# ACL101 · dataloader-sync-loading")
     listing = run("rules", "--output-format", "json", cwd=tmp_path)
     codes = [r["code"] for r in json.loads(listing.stdout)]
-    assert codes[:2] == ["ACL101", "ACL102"] and codes == sorted(codes)
+    assert codes[:3] == ["ACL001", "ACL101", "ACL102"] and codes == sorted(codes)
     table = run("rules", cwd=tmp_path)
     assert "dataloader-sync-loading" in table.stdout
     unknown = run("rule", "ACL999", cwd=tmp_path)

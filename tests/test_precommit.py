@@ -28,6 +28,33 @@ PACKAGE_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "accel
 TRAIN = CI_TRAIN.replace("batch_size=8)", "batch_size=8, num_workers=2)")
 TRAIN_FIXED = TRAIN.replace("num_workers=2)", "num_workers=2, pin_memory=True)")
 
+
+def _notebook(code: str) -> str:
+    """`code` as a notebook of two code cells (split at its first blank line) after
+    a markdown cell, in Jupyter's layout."""
+    import json
+
+    first, _, second = code.partition("\n\n")
+    cells: list[dict[str, Any]] = [
+        {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": ["# Training"]}
+    ]
+    for number, text in enumerate((first, second), start=1):
+        cells.append(
+            {
+                "cell_type": "code",
+                "execution_count": number,
+                "id": f"c{number}",
+                "metadata": {},
+                "outputs": [],
+                "source": text.rstrip("\n").splitlines(keepends=True),
+            }
+        )
+    doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+NOTEBOOK, NOTEBOOK_FIXED = _notebook(TRAIN), _notebook(TRAIN_FIXED)
+
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
@@ -116,7 +143,8 @@ def _user_repo(tmp_path: Path, home: Path, config: dict[str, Any], hook: tuple[P
         check=True,
     )
     (user / "train.py").write_text(TRAIN)
-    _git("add", "train.py", ".pre-commit-config.yaml", cwd=user, env=env)
+    (user / "train.ipynb").write_text(NOTEBOOK)
+    _git("add", "train.py", "train.ipynb", ".pre-commit-config.yaml", cwd=user, env=env)
     return user
 
 
@@ -146,7 +174,7 @@ def test_hooks_manifest_is_valid_for_pre_commit() -> None:
     assert hooks["accel-lint"]["entry"] == "accel-lint check --force-exclude"
     assert hooks["accel-lint-fix"]["entry"] == "accel-lint fix --apply --force-exclude"
     for hook in hooks.values():
-        assert hook["language"] == "python" and hook["types"] == ["python"]
+        assert hook["language"] == "python" and hook["types_or"] == ["python", "jupyter"]
         assert hook["pass_filenames"] and hook["require_serial"]
 
 
@@ -168,9 +196,10 @@ def test_check_hook_blocks_the_commit_until_fixed(
         "and staged: `pin_memory` is not set" in lines
     )
     assert "  --> train.py:6:10" in lines
+    assert "  --> train.ipynb:cell 3:3:10" in lines
 
     fixed = subprocess.run(
-        [sys.executable, "-m", "accel_lint", "fix", "--apply", "train.py"],
+        [sys.executable, "-m", "accel_lint", "fix", "--apply", "train.py", "train.ipynb"],
         cwd=user,
         capture_output=True,
         text=True,
@@ -178,7 +207,8 @@ def test_check_hook_blocks_the_commit_until_fixed(
     )
     assert fixed.returncode == 0, fixed.stderr
     assert (user / "train.py").read_text() == TRAIN_FIXED
-    _git("add", "train.py", cwd=user, env=_env(home))
+    assert (user / "train.ipynb").read_text() == NOTEBOOK_FIXED
+    _git("add", "train.py", "train.ipynb", cwd=user, env=_env(home))
     passed = _commit(user, home)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert any(
@@ -192,21 +222,23 @@ def test_fix_hook_applies_safe_fixes_and_fails_the_commit_once(
     tmp_path: Path, home: Path, hook_repo: tuple[Path, str]
 ) -> None:
     config = precommit_configs()[1]
-    assert [h["id"] for h in config["repos"][0]["hooks"]] == ["accel-lint-fix", "accel-lint"]
+    # one hook, not both: the fix hook lists what remains, so each finding prints once
+    assert [h["id"] for h in config["repos"][0]["hooks"]] == ["accel-lint-fix"]
     user = _user_repo(tmp_path, home, config, hook_repo)
 
     first = _commit(user, home)
     output = first.stdout + first.stderr
     assert first.returncode == 1, output
     assert "- files were modified by this hook" in output
-    assert "Fixed 1 finding in 1 file." in output
+    assert "Fixed 2 findings in 2 files." in output
     assert (user / "train.py").read_text() == TRAIN_FIXED
+    assert (user / "train.ipynb").read_text() == NOTEBOOK_FIXED
     assert _commits(user, home) == 0
 
-    _git("add", "train.py", cwd=user, env=_env(home))
+    _git("add", "train.py", "train.ipynb", cwd=user, env=_env(home))
     second = _commit(user, home)
     assert second.returncode == 0, second.stdout + second.stderr
     output = second.stdout + second.stderr  # git shows a hook's output on stderr
     statuses = [line for line in output.splitlines() if line.startswith("accel-lint")]
-    assert len(statuses) == 2 and all(line.endswith("Passed") for line in statuses)
+    assert len(statuses) == 1 and statuses[0].endswith("Passed")
     assert _commits(user, home) == 1

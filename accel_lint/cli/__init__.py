@@ -22,6 +22,7 @@ _COMMANDS = {
     "rule": "accel_lint.cli.catalogue:rule_cmd",
     "rules": "accel_lint.cli.catalogue:rules_cmd",
     "server": "accel_lint.cli.server:server_cmd",
+    "clean": "accel_lint.cli.clean:clean",
 }
 
 
@@ -39,6 +40,6 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="accel-lint")
+@click.version_option(__version__, "-V", "--version", prog_name="accel-lint")
 def main() -> None:
     """accel-lint: find, fix and verify PyTorch training performance anti-patterns."""

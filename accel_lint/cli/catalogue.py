@@ -46,21 +46,34 @@ def rules_cmd(output_format: str) -> None:
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for title in ("code", "name", "fix", "verifier", "default", "what it finds"):
-        table.add_column(title)
-    for row in rows:
-        table.add_row(
+    cells = [
+        [
             str(row["code"]),
             str(row["name"]),
             str(row["fix"]),
             str(row["equivalence"] or "-"),
             "on" if row["default"] else "off",
             str(row["summary"]),
-        )
+        ]
+        for row in rows
+    ]
+    header = ["code", "name", "fix", "verifier", "default", "what it finds"]
+    if not sys.stdout.isatty():
+        # piped: plain columns, never wrapped or cut to a terminal's width
+        widths = [max(len(r[i]) for r in [header, *cells]) for i in range(len(header) - 1)]
+        for r in [header, *cells]:
+            line = "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]
+            click.echo(line.rstrip())
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for title in header:
+        table.add_column(title)
+    for r in cells:
+        table.add_row(*r)
+    # rich honours NO_COLOR and FORCE_COLOR itself when not told otherwise
     Console(highlight=False, soft_wrap=True).print(table)
 
 

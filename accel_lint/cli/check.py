@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -13,16 +14,18 @@ from accel_lint.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     common,
+    describe_settings,
     fail,
     internal_error,
     jobs_option,
     selection_options,
+    warn_if_empty,
 )
 from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover
 from accel_lint.lint import FileReport, lint_bytes, lint_paths
-from accel_lint.report import FORMATS, render
-from accel_lint.report.text import render_statistics
+from accel_lint.report import FORMATS, HUMAN, WITH_EDITS, render
+from accel_lint.report.text import render_statistics, render_statistics_json, use_color
 
 
 @click.command()
@@ -36,13 +39,47 @@ from accel_lint.report.text import render_statistics
     envvar="ACCEL_LINT_OUTPUT_FORMAT",
     help="How to print findings.",
 )
-@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option(
+    "--output-file",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="ACCEL_LINT_OUTPUT_FILE",
+    help="Write the findings to this file instead of standard output.",
+)
+@click.option(
+    "--color",
+    type=click.Choice(("auto", "always", "never")),
+    default="auto",
+    show_default=True,
+    help="Colour the human formats: on a terminal (auto; NO_COLOR and FORCE_COLOR are "
+    "honoured), always, or never.",
+)
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Count findings per rule instead of listing them (JSON with --output-format json).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option(
     "--diff",
     is_flag=True,
     help="Print the diff of the fixes instead of the findings, like `fix` without --apply; "
     "exit 1 when fixes are pending.",
+)
+@click.option(
+    "--fix",
+    "fix_",
+    is_flag=True,
+    help="Apply the fixes, like `fix --apply` (with --unsafe-fixes, the unsafe ones too).",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Append `# noqa: CODE` to each finding's line, so the gate passes today.",
+)
+@click.option("--show-files", is_flag=True, help="List the files that would be linted, and exit.")
+@click.option(
+    "--show-settings", is_flag=True, help="Show the resolved settings for each file, and exit."
 )
 @jobs_option
 @click.pass_context
@@ -57,18 +94,64 @@ def check(
     unsafe_fixes: bool | None,
     stdin_filename: str | None,
     force_exclude: bool,
+    extend_exclude: str | None,
+    respect_gitignore: bool | None,
     no_cache: bool,
     quiet: bool,
     output_format: str,
+    output_file: Path | None,
+    color: str,
     statistics: bool,
     exit_zero: bool,
     diff: bool,
+    fix_: bool,
+    add_noqa: bool,
+    show_files: bool,
+    show_settings: bool,
     jobs: int | None,
 ) -> None:
     """Lint PATHS (files or directories; `-` reads standard input)."""
-    if diff:
-        if statistics:
-            fail("--diff and --statistics cannot be combined")
+    if sum((diff, fix_, add_noqa)) > 1:
+        fail("--diff, --fix and --add-noqa cannot be combined")
+    for flag, name in ((diff, "--diff"), (fix_, "--fix"), (add_noqa, "--add-noqa")):
+        if flag and statistics:
+            fail(f"{name} and --statistics cannot be combined")
+    if add_noqa:
+        shared = common(
+            paths,
+            select,
+            ignore,
+            extend_select,
+            config_file,
+            isolated,
+            unsafe_fixes,
+            stdin_filename,
+            extend_exclude,
+            respect_gitignore,
+        )
+        if shared.stdin:
+            fail("--add-noqa needs files, not standard input")
+        from accel_lint.lint import add_noqa_paths
+
+        files = discover(shared.paths, shared.settings, force_exclude=force_exclude)
+        warn_if_empty(files, shared.paths)
+        outcome = add_noqa_paths(files, shared.settings, use_cache=not no_cache, jobs=jobs)
+        for path, error in outcome.errors:
+            click.echo(f"accel-lint: error: {path}: {error}", err=True)
+        n, m = outcome.lines, outcome.files
+        click.echo(
+            f"Added `# noqa` to {n} line{'s' if n != 1 else ''} "
+            f"in {m} file{'s' if m != 1 else ''}.",
+            err=True,
+        )
+        for path, row in outcome.skipped:
+            click.echo(
+                f"accel-lint: {path}:{row}: a comment cannot go on this line "
+                "(inside a string or after a backslash); suppress it by hand",
+                err=True,
+            )
+        sys.exit(EXIT_ERROR if outcome.errors else EXIT_OK)
+    if diff or fix_:
         try:
             # the fixer loads libcst: only when asked for
             from accel_lint.cli.fix import fix
@@ -84,8 +167,12 @@ def check(
                 unsafe_fixes=unsafe_fixes,
                 stdin_filename=stdin_filename,
                 force_exclude=force_exclude,
+                extend_exclude=extend_exclude,
+                respect_gitignore=respect_gitignore,
                 no_cache=no_cache,
                 quiet=quiet,
+                apply_=fix_,
+                exit_non_zero_on_fix=False,
                 jobs=jobs,
             )
         except SystemExit as exc:
@@ -94,38 +181,66 @@ def check(
             raise
         return
     shared = common(
-        paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename
+        paths,
+        select,
+        ignore,
+        extend_select,
+        config_file,
+        isolated,
+        unsafe_fixes,
+        stdin_filename,
+        extend_exclude,
+        respect_gitignore,
     )
     settings = shared.settings
-    with_edits = output_format in ("json", "sarif")
+    with_edits = output_format in WITH_EDITS
     reports: list[FileReport]
     if shared.stdin:
         name = shared.stdin_filename or "-"
         reports = [lint_bytes(name, sys.stdin.buffer.read(), settings, with_edits=with_edits)]
     else:
         files = discover(shared.paths, settings, force_exclude=force_exclude)
+        if show_files or show_settings:
+            warn_if_empty(files, shared.paths)
+            if show_settings:
+                click.echo(describe_settings(settings, files), nl=False)
+            else:
+                click.echo("".join(f"{os.path.abspath(f)}\n" for f in files), nl=False)
+            sys.exit(EXIT_OK)
+        warn_if_empty(files, shared.paths)
         reports = lint_paths(
             files, settings, with_edits=with_edits, use_cache=not no_cache, jobs=jobs
         )
     found: list[Diagnostic] = [d for r in reports for d in r.diagnostics]
     internal = [r for r in reports if r.internal_error]
-    out = sys.stdout
-    if statistics:
-        render_statistics(found, out, unsafe_fixes=settings.unsafe_fixes)
-    elif quiet and output_format in ("full", "concise"):
-        render(
-            output_format,
-            found,
-            cast(TextIO, _NoSummary(out)),
-            unsafe_fixes=settings.unsafe_fixes,
-        )
-    else:
-        render(
-            output_format,
-            found,
-            out,
-            unsafe_fixes=settings.unsafe_fixes,
-        )
+    out: Any = sys.stdout
+    handle = None
+    if output_file is not None:
+        try:
+            handle = open(output_file, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        except OSError as exc:
+            fail(f"cannot write {output_file}: {exc.strerror}")
+        out = handle
+    paint = _color(color, out)
+    try:
+        if statistics:
+            if output_format in ("json", "json-lines"):
+                render_statistics_json(found, out, unsafe_fixes=settings.unsafe_fixes)
+            else:
+                render_statistics(found, out, unsafe_fixes=settings.unsafe_fixes)
+        elif quiet and output_format in HUMAN:
+            render(
+                output_format,
+                found,
+                cast(TextIO, _NoSummary(out)),
+                unsafe_fixes=settings.unsafe_fixes,
+                color=paint,
+            )
+        else:
+            render(output_format, found, out, unsafe_fixes=settings.unsafe_fixes, color=paint)
+    finally:
+        if handle is not None:
+            handle.close()
     for report in internal:
         internal_error(report.path, report.internal_error or "")
     if internal:
@@ -133,6 +248,14 @@ def check(
     if found and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _color(choice: str, stream: Any) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return use_color(stream)
 
 
 class _NoSummary:

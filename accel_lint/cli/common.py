@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -66,6 +66,16 @@ def selection_options(func: Any) -> Any:
                 is_flag=True,
                 help="Apply `exclude` to files named on the command line too (pre-commit).",
             ),
+            click.option(
+                "--extend-exclude",
+                metavar="PATTERNS",
+                help="Patterns to exclude on top of the configured `exclude` (comma-separated).",
+            ),
+            click.option(
+                "--respect-gitignore/--no-respect-gitignore",
+                default=None,
+                help="Skip the files .gitignore ignores (default: on, `respect-gitignore`).",
+            ),
             click.option("--no-cache", is_flag=True, help="Do not read or write the result cache."),
             click.option("--quiet", "-q", is_flag=True, help="Print findings only, no summary."),
         ]
@@ -92,6 +102,8 @@ def common(
     isolated: bool,
     unsafe_fixes: bool | None,
     stdin_filename: str | None,
+    extend_exclude: str | None = None,
+    respect_gitignore: bool | None = None,
 ) -> Common:
     paths = list(paths) or ["."]
     stdin = paths == ["-"]
@@ -113,10 +125,18 @@ def common(
             cli=cli,
             unsafe_fixes=unsafe_fixes,
             isolated=isolated,
+            extend_exclude=[p.strip() for p in (extend_exclude or "").split(",") if p.strip()],
         )
     except ConfigError as exc:
         fail(str(exc))
+    if respect_gitignore is not None:
+        settings = replace(settings, respect_gitignore=respect_gitignore)
     return Common(settings, paths, stdin, stdin_filename)
+
+
+def warn_if_empty(files: Sequence[str], paths: Sequence[str]) -> None:
+    if not files:
+        click.echo(f"accel-lint: warning: No Python files found under {', '.join(paths)}", err=True)
 
 
 def internal_error(path: str, trace: str) -> None:
@@ -125,3 +145,31 @@ def internal_error(path: str, trace: str) -> None:
         f"please report it with the file.\n{trace}",
         err=True,
     )
+
+
+def describe_settings(settings: Settings, files: Sequence[str]) -> str:
+    """`--show-settings`: where the settings come from, what they resolve to, and the
+    rules each file is checked with (after per-file-ignores)."""
+    lines = [
+        f"Configuration file: {settings.config_file or '(none: defaults)'}",
+        *(f"Extends: {p}" for p in settings.extended),
+        f"Project root: {settings.root}",
+        f"Enabled rules: {', '.join(sorted(settings.enabled)) or '(none)'}",
+        f"Unsafe fixes: {str(settings.unsafe_fixes).lower()}",
+        "Target torch: "
+        + (".".join(map(str, settings.target_torch)) if settings.target_torch else "latest"),
+        f"Respect .gitignore: {str(settings.respect_gitignore).lower()}",
+        f"Exclude: {', '.join(settings.exclude)}",
+    ]
+    for pattern, codes in settings.per_file_ignores:
+        lines.append(f"Per-file ignores: {pattern} = {', '.join(sorted(codes))}")
+    for code, options in sorted(settings.rule_options.items()):
+        for key, value in sorted(options.items()):
+            lines.append(f"Rule option: {code}.{key} = {value!r}")
+    for path in files:
+        codes = settings.codes_for(path)
+        if codes != settings.enabled:
+            lines.append(f"{path}: {', '.join(sorted(codes)) or '(no rules)'}")
+        else:
+            lines.append(f"{path}: every enabled rule")
+    return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from accel_lint.cli.common import (
     internal_error,
     jobs_option,
     selection_options,
+    warn_if_empty,
 )
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic
@@ -45,6 +46,8 @@ def fix(
     unsafe_fixes: bool | None,
     stdin_filename: str | None,
     force_exclude: bool,
+    extend_exclude: str | None,
+    respect_gitignore: bool | None,
     no_cache: bool,
     quiet: bool,
     apply_: bool,
@@ -53,7 +56,16 @@ def fix(
 ) -> None:
     """Fix PATHS: print the unified diff, or write it with --apply."""
     shared = common(
-        paths, select, ignore, extend_select, config_file, isolated, unsafe_fixes, stdin_filename
+        paths,
+        select,
+        ignore,
+        extend_select,
+        config_file,
+        isolated,
+        unsafe_fixes,
+        stdin_filename,
+        extend_exclude,
+        respect_gitignore,
     )
     settings = shared.settings
     reports: list[FixReport]
@@ -61,6 +73,7 @@ def fix(
         reports = [fix_bytes(shared.stdin_filename or "-", sys.stdin.buffer.read(), settings)]
     else:
         targets = discover(shared.paths, settings, force_exclude=force_exclude)
+        warn_if_empty(targets, shared.paths)
         reports = fix_paths(targets, settings, use_cache=not no_cache, jobs=jobs)
     remaining: list[Diagnostic] = []
     changed_files = fixed_count = bugs = 0

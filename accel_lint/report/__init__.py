@@ -1,17 +1,46 @@
-"""Output formats of `check`: full, concise, json, github, sarif; and --statistics."""
+"""Output formats of `check`: full, concise, grouped, json, json-lines, github,
+gitlab, junit, pylint, rdjson, sarif; and --statistics.
+
+Each format's module is imported only when it is asked for: `check` in a
+pre-commit hook pays for the text formats alone."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import TextIO
 
 from accel_lint.diagnostic import Diagnostic
-from accel_lint.report.github import render_github
-from accel_lint.report.json_format import render_json
-from accel_lint.report.sarif import render_sarif
 from accel_lint.report.text import render_concise, render_full
 
-FORMATS = ("full", "concise", "json", "github", "sarif")
+FORMATS = (
+    "full",
+    "concise",
+    "grouped",
+    "json",
+    "json-lines",
+    "github",
+    "gitlab",
+    "junit",
+    "pylint",
+    "rdjson",
+    "sarif",
+)
+# formats whose output carries each fix's edits (worth computing only for them)
+WITH_EDITS = frozenset({"json", "json-lines", "sarif", "rdjson"})
+# formats that print for people: colour, a summary, `--quiet`
+HUMAN = frozenset({"full", "concise", "grouped"})
+
+_MACHINE = {
+    "json": "json_format:render_json",
+    "json-lines": "lines:render_json_lines",
+    "github": "github:render_github",
+    "gitlab": "gitlab:render_gitlab",
+    "junit": "junit:render_junit",
+    "pylint": "lines:render_pylint",
+    "rdjson": "rdjson:render_rdjson",
+    "sarif": "sarif:render_sarif",
+}
 
 
 def render(
@@ -26,11 +55,12 @@ def render(
         render_concise(diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color)
     elif fmt == "full":
         render_full(diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color)
-    elif fmt == "json":
-        render_json(diagnostics, stream)
-    elif fmt == "github":
-        render_github(diagnostics, stream)
-    elif fmt == "sarif":
-        render_sarif(diagnostics, stream)
+    elif fmt == "grouped":
+        from accel_lint.report.grouped import render_grouped
+
+        render_grouped(diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color)
+    elif fmt in _MACHINE:
+        module, _, name = _MACHINE[fmt].partition(":")
+        getattr(importlib.import_module(f"{__name__}.{module}"), name)(diagnostics, stream)
     else:  # pragma: no cover - click restricts the choice
         raise ValueError(fmt)

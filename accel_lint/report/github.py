@@ -3,7 +3,7 @@ them (https://docs.github.com/actions/reference/workflow-commands-for-github-act
 for example (one line):
 
     ::warning file=/w/repo/train.py,line=12,col=9,endLine=12,endColumn=52,title=ACL101::
-    train.py:12:9: ACL101 DataLoader ...
+    train.py:12:9: ACL101 DataLoader ...%0Ahttps://github.com/accel-lint/accel-lint/blob/main/rules/ACL101.md
 
 The runner turns each line into an annotation on the file and line. `file` is
 absolute: the runner makes a path inside the workspace relative to the
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from accel_lint.diagnostic import PARSE_ERROR, Diagnostic
+from accel_lint.pages import page_url
 
 
 def escape_data(text: str) -> str:
@@ -45,7 +46,8 @@ def github_line(diag: Diagnostic) -> str:
             ("title", diag.code),
         )
     )
-    message = f"{diag.filename}:{diag.row}:{diag.column}: {diag.code} {diag.full_message}"
+    # the rule's page on a line of its own: the annotation shows it as a link
+    message = f"{diag.location}: {diag.code} {diag.full_message}\n{page_url(diag.code)}"
     return f"::{level} {props}::{escape_data(message)}"
 
 

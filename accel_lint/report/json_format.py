@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from accel_lint.diagnostic import Diagnostic
+from accel_lint.diagnostic import Diagnostic, Edit
 from accel_lint.pages import page_url
 
 
@@ -17,26 +17,35 @@ def diagnostic_json(diag: Diagnostic) -> dict[str, Any]:
         fix = {
             "applicability": diag.fix.applicability,
             "message": diag.fix.message,
-            "edits": [
-                {
-                    "content": e.content,
-                    "location": {"row": e.row, "column": e.column},
-                    "end_location": {"row": e.end_row, "column": e.end_column},
-                }
-                for e in diag.fix.edits
-            ],
+            "edits": [_edit(e) for e in diag.fix.edits],
         }
-    return {
+    out: dict[str, Any] = {
         "code": diag.code,
         "name": diag.name,
         "message": diag.full_message,
         "filename": diag.filename,
-        "location": {"row": diag.row, "column": diag.column},
-        "end_location": {"row": diag.end_row, "column": diag.end_column},
-        "url": page_url(diag.code),
-        "fix": fix,
-        "no_fix_reason": diag.no_fix_reason,
     }
+    if diag.cell is not None:  # a notebook: rows count within this cell
+        out["cell"] = diag.cell
+    out.update(
+        {
+            "location": {"row": diag.row, "column": diag.column},
+            "end_location": {"row": diag.end_row, "column": diag.end_column},
+            "url": page_url(diag.code),
+            "fix": fix,
+            "no_fix_reason": diag.no_fix_reason,
+        }
+    )
+    return out
+
+
+def _edit(e: Edit) -> dict[str, Any]:
+    out: dict[str, Any] = {"content": e.content}
+    if e.cell is not None:
+        out["cell"] = e.cell
+    out["location"] = {"row": e.row, "column": e.column}
+    out["end_location"] = {"row": e.end_row, "column": e.end_column}
+    return out
 
 
 def render_json(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:

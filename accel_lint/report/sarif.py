@@ -109,9 +109,17 @@ def _result(diag: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
             }
         ],
     }
+    properties: dict[str, Any] = {}
     if diag.no_fix_reason is not None:
-        result["properties"] = {"noFixReason": diag.no_fix_reason}
-    if diag.fix is not None and diag.fix.edits:
+        properties["noFixReason"] = diag.no_fix_reason
+    if diag.cell is not None:
+        # a notebook: the region's rows count within this cell (1-based, all cells)
+        properties["cell"] = diag.cell
+        result["locations"][0]["logicalLocations"] = [{"name": f"cell {diag.cell}"}]
+    if properties:
+        result["properties"] = properties
+    # a notebook's fix edits its cells, not the JSON lines a SARIF region names
+    if diag.fix is not None and diag.fix.edits and diag.cell is None:
         result["fixes"] = [
             {
                 "description": {"text": f"{diag.fix.message} ({diag.fix.applicability} fix)"},

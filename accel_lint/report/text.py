@@ -3,6 +3,7 @@ source line with a marker under the reported span, and the fix as help)."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -53,7 +54,7 @@ def use_color(stream: TextIO) -> bool:
 
 
 def _location(d: Diagnostic) -> str:
-    return f"{d.filename}:{d.row}:{d.column}"
+    return d.location
 
 
 def render_concise(
@@ -70,12 +71,19 @@ def render_concise(
     summary(diagnostics, out, unsafe_fixes=unsafe_fixes)
 
 
-def _lines(path: str) -> tuple[str, ...]:
+def _lines(path: str, cell: int | None = None) -> tuple[str, ...]:
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            return tuple(fh.read().splitlines())
+            text = fh.read()
     except OSError:
         return ()
+    if cell is None:
+        return tuple(text.splitlines())
+    try:  # a notebook: the cell's own lines
+        source = json.loads(text.lstrip("\ufeff"))["cells"][cell - 1].get("source", "")
+    except (ValueError, LookupError, TypeError, AttributeError):
+        return ()
+    return tuple(("".join(source) if isinstance(source, list) else str(source)).split("\n"))
 
 
 def render_full(
@@ -96,9 +104,10 @@ def render_full(
             f"{out.style(d.code, 'bold', 'red')}{mark_text} {out.style(d.full_message, 'bold')}"
         )
         out.print(f"  {out.style('-->', 'blue')} {_location(d)}")
-        if d.filename not in sources:
-            sources[d.filename] = _lines(d.filename)
-        lines = sources[d.filename]
+        key = d.filename if d.cell is None else f"{d.filename}:cell {d.cell}"
+        if key not in sources:
+            sources[key] = _lines(d.filename, d.cell)
+        lines = sources[key]
         if lines and 0 < d.row <= len(lines):
             first = max(1, d.row - _CONTEXT)
             last = min(len(lines), d.row + _CONTEXT)
@@ -174,3 +183,33 @@ def render_statistics(
             f"Found {n} finding{'s' if n != 1 else ''}: {sum(safe_fix.values())} with a safe fix, "
             f"{sum(unsafe_fix.values())} with an unsafe fix.\n"
         )
+
+
+def render_statistics_json(
+    diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool
+) -> None:
+    """ruff's JSON statistics: one object per code, most frequent first."""
+    import json
+
+    from accel_lint.pages import page_url
+
+    counts = Counter(d.code for d in diagnostics)
+    names = {d.code: d.name for d in diagnostics}
+    rows = []
+    for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        mine = [d for d in diagnostics if d.code == code]
+        safe = sum(1 for d in mine if d.has_fix and d.fix_safety == "safe")
+        unsafe = sum(1 for d in mine if d.has_fix and d.fix_safety == "unsafe")
+        rows.append(
+            {
+                "code": code,
+                "name": names[code],
+                "count": count,
+                "fixable": safe + (unsafe if unsafe_fixes else 0) > 0,
+                "safe_fixes": safe,
+                "unsafe_fixes": unsafe,
+                "url": page_url(code),
+            }
+        )
+    json.dump(rows, stream, indent=2)
+    stream.write("\n")

@@ -45,6 +45,12 @@ DATA_PARALLEL = (b"DataParallel",)
 DISTRIBUTED = (b"init_process_group", b"DistributedDataParallel", b"horovod")
 
 RULES: tuple[RuleEntry, ...] = (
+    # a noqa comment naming one of our codes (one naming only E501 costs no parse)
+    RuleEntry(
+        "ACL001",
+        "unused_noqa.UnusedNoqa",
+        (b"noqa: ACL", b"noqa:ACL", b"NOQA: ACL", b"NOQA:ACL", b" ACL", b",ACL", b"noqa: acl"),
+    ),
     RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER),
     RuleEntry("ACL102", "dataloader_unpinned_memory.DataloaderUnpinnedMemory", LOADER),
     RuleEntry("ACL103", "blocking_host_to_device_copy.BlockingHostToDeviceCopy", LOADER),

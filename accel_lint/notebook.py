@@ -1,0 +1,307 @@
+"""Jupyter notebooks (`.ipynb`) as one program, and back.
+
+The code cells, in order, are joined into one module: a DataLoader built in
+cell 2 and iterated in cell 5 is one program. Between two cells goes a sentinel
+comment line (`# accel-lint-cell: N`), so the fixed text can be cut back into
+cells whatever a fix inserted; IPython magics (`%line`, `%%cell`, `!shell`,
+`x = !cmd`, `obj?`) are masked as `pass` statements carrying their index and
+restored on the way back, never parsed. A cell that does not parse on its own
+is reported as ACL000 at its position and left out of the program (blank
+lines), so the other cells are still checked.
+
+Positions map back to `cell N` (1-based among all cells, markdown included)
+and the row within the cell. Fixes write back only the changed cells'
+`source` values, spliced into the original bytes: outputs, metadata, ids,
+the JSON's indentation, key order and trailing newline stay byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from accel_lint.diagnostic import Diagnostic, Edit, FixView, parse_error
+from accel_lint.source import compile_ast, syntax_check
+
+SUFFIX = ".ipynb"
+_SENTINEL = "# accel-lint-cell: {}"
+_SENTINEL_RE = re.compile(r"^# accel-lint-cell: (\d+)$")
+_MAGIC = "pass  # accel-lint-magic: {}"
+_MAGIC_RE = re.compile(r"^([ \t]*)pass  # accel-lint-magic: (\d+)$")
+# a line magic, a shell escape, `x = !cmd` / `x = %magic`, or help (`obj?`, `?obj`)
+_MAGIC_LINE = re.compile(r"^[ \t]*(?:[%!?]|[\w.]+[ \t]*=[ \t]*[%!]|[\w.()]+\?\??[ \t]*$)")
+# cell magics whose body is Python: only their first line is masked
+_PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun")
+
+
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(SUFFIX)
+
+
+class NotebookError(Exception):
+    pass
+
+
+@dataclass
+class Cell:
+    index: int  # 1-based among all cells
+    text: str  # the source as the notebook holds it
+    start: int = 0  # 1-based row of its first line in the joined program
+    lines: int = 0
+    bad: Diagnostic | None = None  # the cell does not parse on its own
+
+
+@dataclass
+class Notebook:
+    path: str
+    raw: str
+    spans: dict[int, tuple[int, int]]  # cell index -> span of its "source" value in `raw`
+    cells: list[Cell] = field(default_factory=list)
+    magics: list[str] = field(default_factory=list)
+    program: str = ""
+    python: bool = True
+
+    @property
+    def broken(self) -> list[Diagnostic]:
+        return [c.bad for c in self.cells if c.bad is not None]
+
+    # -- positions ---------------------------------------------------------------
+
+    def _locate(self, row: int) -> tuple[Cell, int] | None:
+        for cell in self.cells:
+            if cell.start <= row < cell.start + max(cell.lines, 1):
+                return cell, row - cell.start + 1
+        return None
+
+    def map_diagnostic(self, diag: Diagnostic) -> Diagnostic:
+        where = self._locate(diag.row)
+        if where is None:
+            return diag
+        cell, row = where
+        end_row = diag.end_row - diag.row + row
+        fix = diag.fix
+        if fix is not None:
+            fix = FixView(fix.applicability, fix.message, tuple(self._edit(e) for e in fix.edits))
+        return replace(diag, row=row, end_row=end_row, cell=cell.index, fix=fix)
+
+    def _edit(self, edit: Edit) -> Edit:
+        where = self._locate(edit.row)
+        if where is None:
+            return edit
+        cell, row = where
+        return replace(edit, row=row, end_row=edit.end_row - edit.row + row, cell=cell.index)
+
+    # -- back to bytes -------------------------------------------------------------
+
+    def cell_texts(self, program: str) -> dict[int, str]:
+        """The cells' new sources, from a (fixed) program; raises NotebookError when
+        the cells cannot be told apart any more."""
+        pieces: dict[int, list[str]] = {}
+        current: list[str] | None = None
+        parts = program.split("\n")
+        if parts and parts[-1] == "":
+            parts.pop()  # the program's own final newline
+        for line in parts:
+            m = _SENTINEL_RE.match(line)
+            if m:
+                current = pieces.setdefault(int(m.group(1)), [])
+                continue
+            if current is None:
+                if line.strip():
+                    raise NotebookError("code before the first cell")
+                continue
+            magic = _MAGIC_RE.match(line)
+            if magic:
+                line = self.magics[int(magic.group(2))]
+            current.append(line)
+        if sorted(pieces) != sorted(c.index for c in self.cells):
+            raise NotebookError("a fix moved code across cells")
+        out: dict[int, str] = {}
+        for cell in self.cells:
+            lines = pieces[cell.index]
+            text = "\n".join(lines)
+            if cell.text.endswith("\n") or (lines and not cell.text):
+                text += "\n"
+            out[cell.index] = text
+        return out
+
+    def with_sources(self, sources: dict[int, str]) -> str:
+        """The notebook's text with the `source` of each changed cell replaced."""
+        out = self.raw
+        for index in sorted(sources, reverse=True):
+            start, end = self.spans[index]
+            out = out[:start] + _dump_source(self.raw, start, end, sources[index]) + out[end:]
+        return out
+
+
+def load(path: str, data: bytes) -> Notebook | Diagnostic:
+    """The notebook, or the ACL000 that says why it cannot be read."""
+    try:
+        raw = data.decode("utf-8-sig")
+        doc = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        return parse_error(path, f"not a valid notebook: invalid JSON ({exc})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        return parse_error(path, "not a valid notebook: no `cells` list")
+    try:
+        spans = _source_spans(raw)
+    except (ValueError, IndexError) as exc:  # pragma: no cover - json.loads accepted it
+        return parse_error(path, f"not a valid notebook: {exc}")
+    book = Notebook(path, raw, spans)
+    language = _language(doc)
+    book.python = language in (None, "python")
+    out: list[str] = []
+    row = 1
+    for number, cell in enumerate(doc["cells"], start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        if number not in spans:
+            continue  # a code cell without a source key: nothing to read or write
+        masked = _mask(text, book.magics)
+        lines = masked.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        entry = Cell(number, text, row + 1, len(lines))
+        # a name that is no file: CPython would re-read the line from `path`
+        error = syntax_check("<cell>", "\n".join(lines) + "\n") if lines else None
+        if error is not None:
+            entry.bad = _cell_error(path, "\n".join(lines) + "\n", number)
+            lines = [""] * len(lines)
+        out.append(_SENTINEL.format(number))
+        out.extend(lines)
+        row += 1 + len(lines)
+        book.cells.append(entry)
+    book.program = "\n".join(out) + "\n" if out else ""
+    return book
+
+
+def _language(doc: dict[str, Any]) -> str | None:
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    for key in ("language_info", "kernelspec"):
+        info = meta.get(key)
+        if isinstance(info, dict):
+            name = info.get("name" if key == "language_info" else "language")
+            if isinstance(name, str):
+                return name.lower()
+    return None
+
+
+def _mask(text: str, magics: list[str]) -> str:
+    lines = text.split("\n")
+    first = lines[0].lstrip() if lines else ""
+    whole = first.startswith("%%") and first[2:].split(maxsplit=1)[:1] not in [
+        [m] for m in _PYTHON_CELL_MAGICS
+    ]
+    out = []
+    for number, line in enumerate(lines):
+        if (whole and (line.strip() or number == 0)) or (line.strip() and _MAGIC_LINE.match(line)):
+            indent = line[: len(line) - len(line.lstrip())] if not whole else ""
+            out.append(indent + _MAGIC.format(len(magics)))
+            magics.append(line)
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _cell_error(path: str, text: str, cell: int) -> Diagnostic:
+    try:
+        compile_ast(text, "<cell>")
+    except SyntaxError as exc:
+        return replace(
+            parse_error(path, f"SyntaxError: {exc.msg}", exc.lineno or 1, exc.offset or 1),
+            cell=cell,
+        )
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return replace(parse_error(path, f"SyntaxError: {exc}"), cell=cell)
+    return replace(parse_error(path, "SyntaxError"), cell=cell)  # pragma: no cover
+
+
+# -- where each cell's "source" value lies in the JSON text ---------------------------
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _skip(text: str, i: int) -> int:
+    m = _WS.match(text, i)
+    assert m is not None
+    return m.end()
+
+
+def _source_spans(text: str) -> dict[int, tuple[int, int]]:
+    """{cell number: (start, end)} of each cell's `source` value."""
+    spans: dict[int, tuple[int, int]] = {}
+    i = _skip(text, 0)
+    for key, start, _end in _members(text, i):
+        if key != "cells" or text[start] != "[":
+            continue
+        j = _skip(text, start + 1)
+        number = 0
+        while text[j] != "]":
+            number += 1
+            if text[j] == "{":
+                for ckey, cstart, cend in _members(text, j):
+                    if ckey == "source":
+                        spans[number] = (cstart, cend)
+            _, j = _DECODER.raw_decode(text, j)
+            j = _skip(text, j)
+            if text[j] == ",":
+                j = _skip(text, j + 1)
+    return spans
+
+
+def _members(text: str, i: int) -> list[tuple[str, int, int]]:
+    """(key, value start, value end) of the object at `i`."""
+    out: list[tuple[str, int, int]] = []
+    assert text[i] == "{"
+    j = _skip(text, i + 1)
+    while text[j] != "}":
+        key, j = _DECODER.raw_decode(text, j)
+        j = _skip(text, j)
+        assert text[j] == ":"
+        j = _skip(text, j + 1)
+        _, end = _DECODER.raw_decode(text, j)
+        out.append((key, j, end))
+        j = _skip(text, end)
+        if text[j] == ",":
+            j = _skip(text, j + 1)
+    return out
+
+
+def _dump_source(raw: str, start: int, end: int, text: str) -> str:
+    """`text` as a `source` value in the style of the one at raw[start:end]."""
+    old = raw[start:end]
+    ascii_only = "\\u" in raw and raw.isascii()
+    if not old.startswith("["):
+        return json.dumps(text, ensure_ascii=ascii_only)
+    lines = text.splitlines(keepends=True)
+    if not lines:
+        return "[]"
+    newline = "\r\n" if "\r\n" in raw else "\n"
+    line_start = raw.rfind("\n", 0, start) + 1
+    before = raw[line_start:start]
+    key_indent = before[: len(before) - len(before.lstrip())]
+    m = re.match(r"\[\s*?\r?\n([ \t]*)", old)
+    if m is not None:
+        item_indent = m.group(1)
+    else:
+        unit = _indent_unit(raw)
+        if old.strip("[] \t\r\n") and not old.startswith("[\n") and "\n" not in old:
+            # a one-line list (`["a\n", "b"]`): keep it on one line
+            return "[" + ", ".join(json.dumps(s, ensure_ascii=ascii_only) for s in lines) + "]"
+        item_indent = key_indent + unit
+    items = ("," + newline).join(
+        item_indent + json.dumps(s, ensure_ascii=ascii_only) for s in lines
+    )
+    return "[" + newline + items + newline + key_indent + "]"
+
+
+def _indent_unit(raw: str) -> str:
+    m = re.search(r"\{\r?\n([ \t]+)\"", raw)
+    return m.group(1) if m else " "
