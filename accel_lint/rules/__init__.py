@@ -57,6 +57,11 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry(
         "ACL404", "sampler_missing_set_epoch.SamplerMissingSetEpoch", (b"DistributedSampler",)
     ),
+    RuleEntry(
+        "ACL406",
+        "deprecated_distributed_launch.DeprecatedDistributedLaunch",
+        (b"local_rank", b"local-rank", b"distributed.launch", b"import launch"),
+    ),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}
