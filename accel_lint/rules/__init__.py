@@ -62,6 +62,9 @@ RULES: tuple[RuleEntry, ...] = (
         "deprecated_distributed_launch.DeprecatedDistributedLaunch",
         (b"local_rank", b"local-rank", b"distributed.launch", b"import launch"),
     ),
+    RuleEntry(
+        "ACL407", "find_unused_parameters.FindUnusedParameters", (b"find_unused_parameters",)
+    ),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}
