@@ -65,6 +65,12 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry(
         "ACL407", "find_unused_parameters.FindUnusedParameters", (b"find_unused_parameters",)
     ),
+    RuleEntry(
+        "ACL408",
+        "unsynced_batchnorm.UnsyncedBatchnorm",
+        (b"DistributedDataParallel",),
+        default_enabled=False,
+    ),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}
