@@ -71,6 +71,11 @@ RULES: tuple[RuleEntry, ...] = (
         (b"DistributedDataParallel",),
         default_enabled=False,
     ),
+    RuleEntry(
+        "ACL409",
+        "accumulation_without_no_sync.AccumulationWithoutNoSync",
+        (b"DistributedDataParallel",),
+    ),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}
