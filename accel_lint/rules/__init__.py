@@ -76,6 +76,7 @@ RULES: tuple[RuleEntry, ...] = (
         "accumulation_without_no_sync.AccumulationWithoutNoSync",
         (b"DistributedDataParallel",),
     ),
+    RuleEntry("ACL410", "apex_ddp.ApexDdp", (b"apex",)),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}
