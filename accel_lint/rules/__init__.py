@@ -77,6 +77,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"DistributedDataParallel",),
     ),
     RuleEntry("ACL410", "apex_ddp.ApexDdp", (b"apex",)),
+    RuleEntry("ACL411", "wrapped_state_dict_saved.WrappedStateDictSaved", DATA_PARALLEL),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}
