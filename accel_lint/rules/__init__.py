@@ -78,6 +78,7 @@ RULES: tuple[RuleEntry, ...] = (
     ),
     RuleEntry("ACL410", "apex_ddp.ApexDdp", (b"apex",)),
     RuleEntry("ACL411", "wrapped_state_dict_saved.WrappedStateDictSaved", DATA_PARALLEL),
+    RuleEntry("ACL412", "load_without_map_location.LoadWithoutMapLocation", DISTRIBUTED),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}
