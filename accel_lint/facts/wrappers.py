@@ -22,7 +22,7 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import FileFacts
-from accel_lint.facts.syntax import argument_for
+from accel_lint.facts.syntax import argument_for, children
 from accel_lint.names import BindingKind, Scope, resolves_to
 from accel_lint.torch_api import MODULE_RETURNS_SELF
 
@@ -81,7 +81,7 @@ class Order:
             yield node.body, cond
             return
         if isinstance(node, _BRANCHES):
-            for child in node.children:
+            for child in children(node):
                 # the test of an `if` / `while` and the iterable of a `for` always run
                 always = child is getattr(node, "test", None) or child is getattr(
                     node, "iter", None
@@ -89,9 +89,9 @@ class Order:
                 yield child, cond or not always
             return
         if isinstance(node, (cst.IfExp, cst.BooleanOperation, cst.CompFor)):
-            yield from ((child, True) for child in node.children)
+            yield from ((child, True) for child in children(node))
             return
-        yield from ((child, cond) for child in node.children)
+        yield from ((child, cond) for child in children(node))
 
     def place(self, node: cst.CSTNode | None) -> Placed | None:
         return self.places.get(node) if node is not None else None

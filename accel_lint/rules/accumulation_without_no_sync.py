@@ -22,7 +22,7 @@ from accel_lint.edits import code_for
 from accel_lint.facts import CallSite
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.loops import Accumulation, Loop, Loops, is_optimizer_step
-from accel_lint.facts.syntax import sub_expressions
+from accel_lint.facts.syntax import children, descendants, sub_expressions
 from accel_lint.facts.wrappers import Wrap, Wrappers
 from accel_lint.layout import fits, width_for
 from accel_lint.names import resolves_to, spelling_for
@@ -217,7 +217,7 @@ class AccumulationWithoutNoSync(Rule):
         """Every optimizer step of the loop's function is inside the step test's block:
         no step after the loop for a leftover of unsynchronized micro-batches."""
         function = self._loops.site(accumulation.loop).function
-        inside = set(_nodes(statement))
+        inside = set(descendants(statement))
         return all(
             site.node in inside
             for site in self._calls.by_function.get(function, ())
@@ -268,7 +268,7 @@ def _depth_of(module: cst.Module, target: cst.CSTNode) -> int:
         if node is target:
             return depth
         inner = depth + 1 if isinstance(node, cst.IndentedBlock) else depth
-        stack.extend((child, inner) for child in node.children)
+        stack.extend((child, inner) for child in children(node))
     return 0
 
 
@@ -279,17 +279,9 @@ def _statements(loop: Loop) -> Sequence[cst.BaseStatement] | None:
 
 def _index_of(body: Sequence[cst.BaseStatement], node: cst.CSTNode) -> int | None:
     for index, statement in enumerate(body):
-        if any(inner is node for inner in _nodes(statement)):
+        if any(inner is node for inner in descendants(statement)):
             return index
     return None
-
-
-def _nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
 
 
 def _roots(expr: cst.CSTNode) -> Iterator[str]:
@@ -303,14 +295,14 @@ def _roots(expr: cst.CSTNode) -> Iterator[str]:
             yield code_for(node)
             stack.append(node.value)
         elif not isinstance(node, cst.Lambda):
-            stack.extend(node.children)
+            stack.extend(children(node))
 
 
 def _assigned(statements: Sequence[cst.BaseStatement]) -> set[str]:
     """Names and attributes the statements bind (assignments, loop targets, `as`)."""
     out: set[str] = set()
     for statement in statements:
-        for node in _nodes(statement):
+        for node in descendants(statement):
             if isinstance(node, cst.Assign):
                 for target in node.targets:
                     out |= _bound(target.target)
@@ -346,8 +338,8 @@ def _exits_early(loop: cst.For) -> bool:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         if isinstance(node, (cst.For, cst.While)):
-            if any(isinstance(inner, cst.Return) for inner in _nodes(node)):
+            if any(isinstance(inner, cst.Return) for inner in descendants(node)):
                 return True
             continue
-        stack.extend(node.children)
+        stack.extend(children(node))
     return False

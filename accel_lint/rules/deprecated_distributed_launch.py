@@ -20,7 +20,7 @@ from accel_lint.edits import add_keyword, code_for, set_keyword
 from accel_lint.facts import ArgparseOption, CallSite
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.literals import int_value, string_value
-from accel_lint.facts.syntax import argument_for, sub_expressions
+from accel_lint.facts.syntax import argument_for, last_name, sub_expressions
 from accel_lint.names import BindingKind, Scope, resolves_to, spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Launcher, Rule, Verification
 from accel_lint.torch_api import (
@@ -54,6 +54,7 @@ _RUNNERS = frozenset(
         "runpy.run_module",
     }
 )
+_RUNNER_NAMES = frozenset(name.rpartition(".")[2] for name in _RUNNERS)
 _DEPRECATED = (
     "`torch.distributed.launch` is deprecated: torchrun (`python -m torch.distributed.run`) "
     "replaced it, and sets `LOCAL_RANK` in the environment instead of passing `--local-rank`"
@@ -140,7 +141,9 @@ class DeprecatedDistributedLaunch(Rule):
         """`subprocess.run([sys.executable, "-m", "torch.distributed.launch", ...])`,
         `os.system("python -m torch.distributed.launch ...")`, `runpy.run_module(...)`."""
         for site in self.facts.calls:
-            if not site.node.args or not resolves_to(site.node.func, site.scope, _RUNNERS):
+            if not site.node.args or last_name(site.node.func) not in _RUNNER_NAMES:
+                continue
+            if not resolves_to(site.node.func, site.scope, _RUNNERS):
                 continue
             if any(self._names_launcher(arg.value, site.scope, 0) for arg in site.node.args):
                 self.report(site.node, _DEPRECATED, no_fix_reason=_LAUNCHED)
