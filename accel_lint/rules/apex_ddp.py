@@ -11,10 +11,11 @@ import libcst as cst
 from accel_lint.edits import code_for
 from accel_lint.facts import CallSite, Guard
 from accel_lint.facts.ranks import LOCAL_RANK, RankAnalysis
+from accel_lint.facts.syntax import descendants
 from accel_lint.facts.wrappers import Wrappers
 from accel_lint.names import Scope, spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Launcher, Rule, Verification
-from accel_lint.torch_api import APEX_DDP, CUDA_SET_DEVICE
+from accel_lint.torch_api import APEX_DDP, CUDA_SET_DEVICE, DDP
 
 _TORCH_DDP = "torch.nn.parallel.DistributedDataParallel"
 # apex's tuning knobs, with nothing to carry over: torch's DDP overlaps the
@@ -31,7 +32,7 @@ _APEX_METHODS = (
     "sync_bucket_structure",
 )
 _MESSAGE = (
-    "apex's DistributedDataParallel is unmaintained and CUDA-only; torch's "
+    "apex's DistributedDataParallel is deprecated, CUDA-only and gone from current apex; torch's "
     "`DistributedDataParallel` does the same averaging and overlaps the all-reduce with "
     "the backward pass"
 )
@@ -174,8 +175,21 @@ class ApexDdp(Rule):
     # -- the rank's device ------------------------------------------------------------
 
     def _rank_device(self, site: CallSite) -> tuple[cst.BaseExpression, bool] | None:
-        """What the script passes to `torch.cuda.set_device(...)`, readable at `site`
-        (and whether that call runs unconditionally), else its own local-rank variable."""
+        """The device the script gives torch's own DDP (`NativeDDP(model,
+        device_ids=[args.device])` in the other branch), else what it passes to
+        `torch.cuda.set_device(...)` (and whether that call runs unconditionally), else
+        its own local-rank variable; each only when readable at `site`."""
+        for other in self.facts.calls_resolving_to(DDP):
+            for arg in other.node.args:
+                value = arg.value
+                if (
+                    arg.keyword is not None
+                    and arg.keyword.value == "device_ids"
+                    and isinstance(value, cst.List)
+                    and len(value.elements) == 1
+                    and _readable_at(value.elements[0].value, other.scope, site.scope)
+                ):
+                    return value.elements[0].value, True
         for other in self.facts.calls_resolving_to(CUDA_SET_DEVICE):
             args = other.node.args
             if len(args) != 1 or args[0].keyword is not None or args[0].star:
@@ -259,18 +273,10 @@ def _keep_comments(
     following = block[index + 1]
     if not isinstance(following, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
         return {}
-    if any(node in fixed for node in _nodes(following)):
+    if any(node in fixed for node in descendants(following)):
         return {}
     leading = [*line.leading_lines, *following.leading_lines]
     return {following: following.with_changes(leading_lines=leading)}
-
-
-def _nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
 
 
 def _only_reports(node: cst.Try) -> bool:
