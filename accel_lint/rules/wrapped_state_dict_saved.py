@@ -9,11 +9,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from accel_lint.edits import code_for
 from accel_lint.facts import CallSite
 from accel_lint.facts.calls import CallGraph
-from accel_lint.facts.syntax import argument_for, last_name
+from accel_lint.facts.literals import string_value
+from accel_lint.facts.syntax import argument_for, descendants, last_name
 from accel_lint.facts.wrappers import Wrap, Wrappers
-from accel_lint.names import BindingKind, Scope
+from accel_lint.names import BindingKind, Scope, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Invariant, Rule, Verification
 from accel_lint.torch_api import MODULE_WRAPPERS, TORCH_SAVE
 
@@ -33,10 +35,17 @@ class WrappedStateDictSaved(Rule):
     fix_safety = FixSafety.UNSAFE
     verification = Verification(Equivalence.INTENDED_CHANGE, invariant=Invariant.BARE_CHECKPOINT)
 
+    def setup(self) -> None:
+        self._choices: list[tuple[cst.IfExp, Scope]] = []
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._choices.append((node, self.facts.scope))
+
     def finish(self) -> None:
         saves = self.facts.calls_resolving_to(TORCH_SAVE)
         if not saves:
             return
+        self._unwrapped_branches = self._branches_without_wrapper()
         self._wrappers = Wrappers.of(self.facts)
         self._calls = CallGraph.of(self.facts)
         self._loads: bool | None = None
@@ -93,14 +102,62 @@ class WrappedStateDictSaved(Rule):
         elif binding.value is not None:
             yield from self._state_dicts(binding.value, binding.scope, depth + 1)
 
+    def _branches_without_wrapper(self) -> set[cst.Call]:
+        """`state_dict()` calls where the script itself tested that the model is not
+        wrapped: the `else` of `if isinstance(model, DataParallel):` (or of a
+        `hasattr(model, "module")` test), as a statement or a conditional expression."""
+        out: set[cst.Call] = set()
+        for site in self.facts.method_calls("state_dict"):
+            func = site.node.func
+            assert isinstance(func, cst.Attribute)
+            receiver = code_for(func.value)
+            if any(
+                not positive and self._tests_wrapper(test, receiver, site.scope)
+                for test, positive in site.guards
+            ):
+                out.add(site.node)
+        for choice, scope in self._choices:
+            receivers = self._tested(choice.test, scope)
+            if not receivers:
+                continue
+            for node in descendants(choice.orelse):
+                if isinstance(node, cst.Call) and _is_state_dict_call(node):
+                    func = node.func
+                    assert isinstance(func, cst.Attribute)
+                    if code_for(func.value) in receivers:
+                        out.add(node)
+        return out
+
+    def _tests_wrapper(self, test: cst.BaseExpression, receiver: str, scope: Scope) -> bool:
+        return receiver in self._tested(test, scope)
+
+    def _tested(self, test: cst.BaseExpression, scope: Scope) -> set[str]:
+        """The receivers `test` asks "is it wrapped?" about: `isinstance(m, DDP)`,
+        `isinstance(m, (DataParallel, DistributedDataParallel))`, `hasattr(m, "module")`."""
+        if not isinstance(test, cst.Call) or len(test.args) != 2:
+            return set()
+        subject, kind = test.args[0].value, test.args[1].value
+        if resolves_to(test.func, scope, {"builtins.hasattr"}):
+            return {code_for(subject)} if string_value(kind) == "module" else set()
+        if not resolves_to(test.func, scope, {"builtins.isinstance"}):
+            return set()
+        classes = (
+            [e.value for e in kind.elements] if isinstance(kind, (cst.Tuple, cst.List)) else [kind]
+        )
+        if any(resolves_to(c, scope, MODULE_WRAPPERS) for c in classes):
+            return {code_for(subject)}
+        return set()
+
     def _check(self, call: cst.Call, scope: Scope) -> None:
+        if call in self._unwrapped_branches:
+            return
         func = call.func
         assert isinstance(func, cst.Attribute)
         model = func.value
         state = self._wrappers.wrap_state(model, scope, MODULE_WRAPPERS, call)
         if state is Wrap.NO:
             return
-        text = cst.Module([]).code_for_node(model)
+        text = code_for(model)
         message = _MESSAGE.format(model=text)
         if state is Wrap.MAYBE:
             reason = f"`{text}` is not wrapped on every path here, so `{text}.module` may not exist"

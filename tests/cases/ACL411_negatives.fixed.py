@@ -28,3 +28,19 @@ def main(args):
         torch.save(model_to_save.state_dict(), "c.pt")
         torch.save({"g": g_module.state_dict()}, "d.pt")
         torch.save([ema.state_dict()], "e.pt")
+
+
+def save(model, path):
+    # YOLOv4's shape: the script tests the wrapper itself
+    if isinstance(model, torch.nn.DataParallel):
+        torch.save(model.module.state_dict(), path)
+    else:
+        torch.save(model.state_dict(), path)
+    bare = model.module.state_dict() if isinstance(model, DDP) else model.state_dict()
+    torch.save(bare, path)
+
+
+if __name__ == "__main__":
+    net = torch.nn.DataParallel(torch.nn.Linear(2, 2))
+    if dist.get_rank() == 0:
+        save(net, "net.pt")
