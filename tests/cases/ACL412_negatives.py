@@ -15,3 +15,18 @@ def main(args, load_kwargs):
     features = torch.load(args.cached_features_file)
     e = torch.load(args.ckpt, **load_kwargs)
     return a, b, c, d, features, e
+
+
+def resume(args, model, optimizer):
+    # pytorch/examples' ImageNet shape: one process driving all GPUs loads as saved,
+    # one process per GPU maps onto its own
+    if args.gpu is None:
+        checkpoint = torch.load(args.resume)
+    else:
+        checkpoint = torch.load(args.resume, map_location=f"cuda:{args.gpu}")
+    model.load_state_dict(checkpoint["state_dict"])
+    # one file per rank: each process reads back what it saved
+    queue_path = f"queue{dist.get_rank()}.pth"
+    queue = torch.load(queue_path)["queue"]
+    memory = torch.load("mb" + str(args.rank) + ".pth")
+    return queue, memory
