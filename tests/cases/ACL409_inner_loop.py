@@ -14,8 +14,8 @@ class Trainer:
         self.model = DistributedDataParallel(self.model, device_ids=[self.rank])
         self.batches = batches
         self.grad_accum = grad_accum
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-4)
-        self.scaler = torch.amp.GradScaler("cuda")
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-4)  # ACL309
+        self.scaler = torch.amp.GradScaler("cuda")  # ACL312
 
     def train(self, iters):
         for it in range(iters):

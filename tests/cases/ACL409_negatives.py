@@ -8,8 +8,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 dist.init_process_group("nccl")
 generator = DDP(torch.nn.Linear(8, 8).cuda(), device_ids=[0])
 discriminator = DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[0])
-opt_g = torch.optim.Adam(generator.parameters())
-opt_d = torch.optim.Adam(discriminator.parameters())
+opt_g = torch.optim.Adam(generator.parameters())  # ACL309
+opt_d = torch.optim.Adam(discriminator.parameters())  # ACL309
 
 
 def train_gan(loader, n_critic):

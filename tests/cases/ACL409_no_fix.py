@@ -17,7 +17,7 @@ def train(args, model, loader, optimizer):
     for step, batch in enumerate(loader):
         loss = model(batch).mean() / args.gradient_accumulation_steps
         if args.fp16:
-            with amp.scale_loss(loss, optimizer) as scaled_loss:
+            with amp.scale_loss(loss, optimizer) as scaled_loss:  # ACL306
                 scaled_loss.backward()  # ACL409
         else:
             loss.backward()

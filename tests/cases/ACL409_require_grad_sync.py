@@ -4,7 +4,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 model = DDP(torch.nn.Linear(8, 2).cuda(), device_ids=[0])
-optimizer = torch.optim.AdamW(model.parameters())
+optimizer = torch.optim.AdamW(model.parameters())  # ACL309
 gradient_accumulation_steps = 8
 
 

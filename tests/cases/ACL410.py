@@ -24,7 +24,7 @@ if args.distributed:
 
 model = torch.nn.Linear(1024, 16).cuda()
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+model, optimizer = amp.initialize(model, optimizer, opt_level="O1")  # ACL306
 
 if args.distributed:
     model = DistributedDataParallel(model)  # ACL410
