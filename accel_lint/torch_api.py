@@ -5,6 +5,7 @@ here; a new spelling is added here once and every rule sees it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 
@@ -43,6 +44,19 @@ CONV = _spellings((*_NN, "torch.nn.modules.conv"), CONV_CLASSES)
 BATCH_NORM = _spellings((*_NN, "torch.nn.modules.batchnorm"), BATCH_NORM_CLASSES)
 INSTANCE_NORM = _spellings((*_NN, "torch.nn.modules.instancenorm"), INSTANCE_NORM_CLASSES)
 SEQUENTIAL = _spellings((*_NN, "torch.nn.modules.container"), ("Sequential",))
+# The batch norms that compute statistics on each process's own batch (what
+# `SyncBatchNorm.convert_sync_batchnorm` replaces).
+LOCAL_BATCH_NORM = _spellings(
+    (*_NN, "torch.nn.modules.batchnorm"),
+    (
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "LazyBatchNorm1d",
+        "LazyBatchNorm2d",
+        "LazyBatchNorm3d",
+    ),
+)
 
 # nn.Module methods that return the module itself: `Net().eval().to(device)` is a Net.
 MODULE_RETURNS_SELF = frozenset(
@@ -111,7 +125,36 @@ DDP = frozenset(
         "torch.nn.DistributedDataParallel",
     }
 )
+# apex's DistributedDataParallel: CUDA only, superseded by torch's
+APEX_DDP = frozenset(
+    {
+        "apex.parallel.DistributedDataParallel",
+        "apex.parallel.distributed.DistributedDataParallel",
+    }
+)
+# What wraps a module in a `.module` attribute (state_dict keys get a `module.` prefix).
+MODULE_WRAPPERS = DATA_PARALLEL | DDP | APEX_DDP
+# Converters of batch norms into synchronized ones (torch's and apex's).
+CONVERT_SYNC_BATCHNORM = frozenset(
+    {
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+        "torch.nn.modules.SyncBatchNorm.convert_sync_batchnorm",
+        "torch.nn.modules.batchnorm.SyncBatchNorm.convert_sync_batchnorm",
+        "apex.parallel.convert_syncbn_model",
+        "apex.parallel.sync_batchnorm.convert_syncbn_model",
+    }
+)
+# torchvision's classification models built with BatchNorm layers (`resnet50`, also as
+# `torchvision.models.resnet.resnet50`); its detection models freeze theirs.
+BATCH_NORM_MODEL = re.compile(
+    r"^torchvision\.models(?:\.\w+)?\.(?:resnet\d+|resnext\d+_\w+|wide_resnet\d+_\d+"
+    r"|densenet\d+|vgg\d+_bn|inception_v3|googlenet|mobilenet_v[23]\w*|efficientnet_\w+"
+    r"|regnet_\w+|shufflenet_v2_\w+|mnasnet\w+)$"
+)
 INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group"})
+# The launcher torchrun replaced (it passes `--local-rank` instead of setting LOCAL_RANK).
+DISTRIBUTED_LAUNCH = "torch.distributed.launch"
+DISTRIBUTED_RUN = "torch.distributed.run"
 GET_RANK = "torch.distributed.get_rank"
 IS_INITIALIZED = "torch.distributed.is_initialized"
 # Calls that run a function once per process: its body is every rank's code.

@@ -273,6 +273,7 @@ class FactsCollector:
             body = _block_statements(node.body)
             if body and is_exit_statement(body[-1], self.facts.scope):
                 self.facts.guards.append((node.test, False))
+                self.facts.exit_tests.add(node.test)
                 self._exit_guards[-1] += 1
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:

@@ -114,6 +114,9 @@ class FileFacts:
         # walk context
         self.scope = self.module_scope
         self.guards: list[Guard] = []
+        # tests of `if cond: return/continue/...` whose (test, False) guards the rest of
+        # the block: an early exit, not an `else:` branch
+        self.exit_tests: set[cst.BaseExpression] = set()
         self.loops: list[cst.For | cst.While] = []
         self.bodies: list[cst.For | cst.While] = []
         self.withs: list[cst.With] = []

@@ -273,12 +273,9 @@ class Loops:
         """Every place the file accumulates gradients over several backward passes."""
         found: list[Accumulation] = []
         for loop in self.training_loops():
-            backward = [s for s in self.body_calls(loop) if self._runs_backward(s)]
+            back = self._one_backward(self.backward_sites(loop), loop)
             steps = [s for s in self.body_calls(loop) if _is_step(s)]
-            if len(backward) != 1 or not steps:
-                continue
-            (back,) = backward
-            if not self._unconditional_in(back.guards, loop):
+            if back is None or not steps:
                 continue
             for step in steps:
                 every = self._modulo_step(step, loop)
@@ -297,10 +294,30 @@ class Loops:
                 found.append(outer)
         return found
 
+    def backward_sites(self, loop: Loop) -> list[CallSite]:
+        """The calls of the loop's body that run a backward pass (themselves or in a
+        function of the file they call)."""
+        return [s for s in self.body_calls(loop) if self._runs_backward(s)]
+
+    def _one_backward(self, sites: list[CallSite], loop: Loop) -> CallSite | None:
+        """The one backward pass each iteration runs: a single call, unconditional in the
+        loop, or calls in the exclusive branches of `if`/`else` that together run on
+        every iteration (`scaler.scale(loss).backward()` under `if args.fp16:`, else
+        `loss.backward()`). Two passes in a row (a GAN's two losses) are not one."""
+        if sites and _one_path_each([self._branches(s, loop) for s in sites]):
+            return sites[0]
+        return None
+
+    def _branches(self, site: CallSite, loop: Loop) -> tuple[Guard, ...]:
+        """The guards of `site` inside `loop`, early exits left out: after `if skip:
+        continue`, the rest of the body is what every remaining iteration runs."""
+        inner = site.guards[len(self.site(loop).guards) :]
+        return tuple(g for g in inner if g[1] or g[0] not in self.facts.exit_tests)
+
     def _modulo_step(self, step: CallSite, loop: Loop) -> cst.BaseExpression | None:
         """k when the step runs under `if <counter> % k == <r>` (or `not <counter> % k`)
         inside the loop, possibly `or`-ed with an end-of-data test."""
-        inner = step.guards[len(self.site(loop).guards) :]
+        inner = self._branches(step, loop)
         if len(inner) != 1:
             return None
         test, positive = inner[0]
@@ -314,10 +331,9 @@ class Loops:
         if not isinstance(loop, cst.For) or not self.counts(loop):
             return None
         if back is None:
-            backward = [s for s in self.body_calls(loop) if self._runs_backward(s)]
-            if len(backward) != 1 or not self._unconditional_in(backward[0].guards, loop):
+            back = self._one_backward(self.backward_sites(loop), loop)
+            if back is None:
                 return None
-            back = backward[0]
         if any(_is_step(s) for s in self.body_calls(loop)):
             return None
         bodies = self.site(loop).bodies
@@ -379,6 +395,22 @@ def _blocks_of(node: cst.CSTNode) -> list[cst.CSTNode]:
 def _conditions(guards: tuple[Guard, ...], ignoring: Callable[[Guard], bool] | None) -> bool:
     """Are some of these guards real conditions (not ignored)?"""
     return any(ignoring is None or not ignoring(guard) for guard in guards)
+def _one_path_each(paths: list[tuple[Guard, ...]]) -> bool:
+    """The guard sequences split every run into exactly one each: `[]` alone, or the
+    same test first in every sequence, its true and false sides both split again."""
+    if any(not path for path in paths):
+        return len(paths) == 1
+    test = paths[0][0][0]
+    if any(path[0][0] is not test for path in paths):
+        return False
+    true = [path[1:] for path in paths if path[0][1]]
+    false = [path[1:] for path in paths if not path[0][1]]
+    return bool(true) and bool(false) and _one_path_each(true) and _one_path_each(false)
+
+
+def is_optimizer_step(site: CallSite) -> bool:
+    """`<optimizer>.step(...)` or `scaler.step(optimizer)`, not a scheduler's step."""
+    return _is_step(site)
 
 
 def _is_step(site: CallSite) -> bool:

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from accel_lint.walk import child_fields
+
 
 def last_name(expr: cst.BaseExpression) -> str | None:
     """`save` for `torch.save`, `f` for `f`, `m` for `a.m(...)`'s callee."""
@@ -72,3 +74,23 @@ def argument_for(
             return arg.value
         position += 1
     return None
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes the walk descends into from `node`, in source order, labels and
+    whitespace left out (libcst's `children` property rebuilds the node: slow)."""
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from (child for child in value if isinstance(child, cst.CSTNode))
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node below it that the walk visits."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))

@@ -112,6 +112,28 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry(
         "ACL404", "sampler_missing_set_epoch.SamplerMissingSetEpoch", (b"DistributedSampler",)
     ),
+    RuleEntry(
+        "ACL406",
+        "deprecated_distributed_launch.DeprecatedDistributedLaunch",
+        (b"local_rank", b"local-rank", b"distributed.launch", b"import launch"),
+    ),
+    RuleEntry(
+        "ACL407", "find_unused_parameters.FindUnusedParameters", (b"find_unused_parameters",)
+    ),
+    RuleEntry(
+        "ACL408",
+        "unsynced_batchnorm.UnsyncedBatchnorm",
+        (b"DistributedDataParallel",),
+        default_enabled=False,
+    ),
+    RuleEntry(
+        "ACL409",
+        "accumulation_without_no_sync.AccumulationWithoutNoSync",
+        (b"DistributedDataParallel",),
+    ),
+    RuleEntry("ACL410", "apex_ddp.ApexDdp", (b"apex",)),
+    RuleEntry("ACL411", "wrapped_state_dict_saved.WrappedStateDictSaved", DATA_PARALLEL),
+    RuleEntry("ACL412", "load_without_map_location.LoadWithoutMapLocation", DISTRIBUTED),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}

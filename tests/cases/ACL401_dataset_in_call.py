@@ -49,7 +49,7 @@ def main():
         print("Current best error (top-1):", best_err1)
         save_checkpoint({
             'epoch': epoch,
-            'state_dict': model.state_dict(),
+            'state_dict': model.state_dict(),  # ACL411
             'best_err1': best_err1,
         }, is_best)
 

@@ -25,4 +25,4 @@ if __name__ == "__main__":
       loss.backward()
       opt.step()
   print("final loss", loss.item())
-  torch.save(model.state_dict(), "final.pt")
+  torch.save(model.state_dict(), "final.pt")  # ACL411

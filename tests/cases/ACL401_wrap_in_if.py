@@ -67,7 +67,7 @@ def test(epoch):
     acc = 100.0 * correct / total
     if acc >= best_acc:
         print("Saving..")
-        state = {"net": net.state_dict(), "acc": acc, "epoch": epoch}
+        state = {"net": net.state_dict(), "acc": acc, "epoch": epoch}  # ACL411
         if not os.path.isdir(args.out):
             os.mkdir(args.out)
         torch.save(state, os.path.join(args.out, "ckpt.pth"))

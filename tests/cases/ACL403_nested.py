@@ -28,9 +28,9 @@ class TrainLoop:
             with open(os.path.join("logs", filename), "wb") as f:
                 th.save(params, f)  # ACL403
 
-        save_checkpoint(0, self.model.state_dict())
+        save_checkpoint(0, self.model.state_dict())  # ACL411
         for rate in self.ema_rate:
-            save_checkpoint(rate, self.model.state_dict())
+            save_checkpoint(rate, self.model.state_dict())  # ACL411
         if dist.get_rank() == 0:
             with open(os.path.join("logs", f"opt{self.step:06d}.pt"), "wb") as f:
                 th.save({}, f)
@@ -41,7 +41,7 @@ class TrainLoop:
             if dist.get_rank() == 0:
                 th.save(params, "guarded.pt")
 
-        save_checkpoint(self.model.state_dict())
+        save_checkpoint(self.model.state_dict())  # ACL411
 
 
 def main(args):

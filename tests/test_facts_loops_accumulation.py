@@ -1,0 +1,146 @@
+"""`Loops.accumulations()` on the shapes real scripts give it: one backward pass per
+micro-batch even when an `if args.fp16:` chooses how it runs, early exits at the top of
+the loop, and two backward passes that are not accumulation (a GAN's two losses)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from accel_lint.facts import FileFacts
+from accel_lint.facts.collector import FactsCollector, ScopeCloser
+from accel_lint.facts.loops import Loops, is_optimizer_step
+from accel_lint.walk import walk
+
+
+def _loops(source: str) -> Loops:
+    module = cst.parse_module(textwrap.dedent(source))
+    facts = FileFacts(module)
+    walk(module, [FactsCollector(facts), ScopeCloser(facts)])
+    facts.finish()
+    return Loops.of(facts)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def test_a_backward_chosen_by_a_branch_is_one_backward_pass() -> None:
+    loops = _loops(
+        """
+        for step, batch in enumerate(loader):
+            loss = model(batch) / args.accum
+            if args.fp16:
+                with amp.scale_loss(loss, optimizer) as scaled_loss:
+                    scaled_loss.backward()
+            else:
+                loss.backward()
+            if (step + 1) % args.accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+        """
+    )
+    (found,) = loops.accumulations()
+    assert found.kind == "modulo"
+    assert _code(found.every) == "args.accum"
+    assert _code(found.backward.node) == "scaled_loss.backward()"
+    assert [_code(s.node) for s in loops.backward_sites(found.loop)] == [
+        "scaled_loss.backward()",
+        "loss.backward()",
+    ]
+
+
+def test_elif_chains_that_cover_every_run_are_one_backward_pass() -> None:
+    loops = _loops(
+        """
+        for i, x in enumerate(loader):
+            if mode == "a":
+                model(x).sum().backward()
+            elif mode == "b":
+                (2 * model(x).sum()).backward()
+            else:
+                (3 * model(x).sum()).backward()
+            if (i + 1) % k == 0:
+                opt.step()
+        """
+    )
+    assert len(loops.accumulations()) == 1
+
+
+def test_a_backward_on_some_runs_only_is_not_accumulation() -> None:
+    loops = _loops(
+        """
+        for i, x in enumerate(loader):
+            if use_aux:
+                model(x).sum().backward()
+            if (i + 1) % k == 0:
+                opt.step()
+        """
+    )
+    assert loops.accumulations() == []
+
+
+def test_an_early_exit_at_the_top_of_the_loop_does_not_hide_the_accumulation() -> None:
+    loops = _loops(
+        """
+        for step, batch in enumerate(loader):
+            if steps_to_skip > 0:
+                steps_to_skip -= 1
+                continue
+            loss = model(batch)
+            loss.backward()
+            if (step + 1) % accum == 0:
+                optimizer.step()
+        """
+    )
+    (found,) = loops.accumulations()
+    assert found.kind == "modulo"
+
+
+def test_two_backward_passes_per_step_are_not_accumulation() -> None:
+    loops = _loops(
+        """
+        for i, real in enumerate(loader):
+            loss_d = discriminator(real).mean()
+            loss_d.backward()
+            opt_d.step()
+            loss_g = -discriminator(generator(z)).mean()
+            loss_g.backward()
+            if i % n_critic == 0:
+                opt_g.step()
+        """
+    )
+    assert loops.accumulations() == []
+
+
+def test_inner_loop_of_micro_batches_with_branches() -> None:
+    loops = _loops(
+        """
+        for it in range(iters):
+            for micro in range(k):
+                loss = model(next(batches))
+                if scaler is not None:
+                    scaler.scale(loss).backward()
+                else:
+                    loss.backward()
+            optimizer.step()
+        """
+    )
+    (found,) = loops.accumulations()
+    assert found.kind == "inner-loop"
+    assert _code(found.every) == "k"
+
+
+def test_optimizer_steps_are_not_scheduler_steps() -> None:
+    loops = _loops(
+        """
+        for x in loader:
+            model(x).sum().backward()
+            optimizer.step()
+            lr_scheduler.step()
+            scaler.step(optimizer)
+        """
+    )
+    steps = [s for s in loops.facts.calls if is_optimizer_step(s)]
+    assert [_code(s.node) for s in steps] == ["optimizer.step()", "scaler.step(optimizer)"]
