@@ -290,6 +290,12 @@ class FactsCollector:
                 self.facts._cuda_string_uses += 1
 
 
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        # f"cuda:{rank}" is a CUDA device string too
+        first = node.parts[0] if node.parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+            self.facts._cuda_string_uses += 1
+
 class ScopeCloser:
     """Pops the walk context after every rule has left the node; must be the last visitor."""
 
