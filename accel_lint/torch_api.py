@@ -25,6 +25,29 @@ BATCH_SAMPLER = frozenset(
 TENSOR_DATASET = frozenset(
     {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 )
+SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
+# Functions that return a tensor built in memory (a DataLoader over one indexes it).
+TENSOR_CREATORS = frozenset(
+    f"torch.{n}"
+    for n in (
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "linspace",
+        "eye",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "stack",
+        "cat",
+    )
+)
 
 # -- modules ------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from accel_lint.names import Scope
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
 #            collate_fn, pin_memory, drop_last, ...)
-POSITION = {"num_workers": 5, "pin_memory": 7}
+POSITION = {"dataset": 0, "num_workers": 5, "collate_fn": 6, "pin_memory": 7}
 
 
 @dataclass(frozen=True)
