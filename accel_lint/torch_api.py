@@ -157,6 +157,19 @@ CUDA_IS_AVAILABLE = frozenset({"torch.cuda.is_available"})
 CUDA_DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 CUDA_SET_DEVICE = frozenset({"torch.cuda.set_device"})
 
+# -- autograd -----------------------------------------------------------------------
+
+# contexts and decorators under which no autograd graph is built: evaluation
+NO_GRAD = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+
 # -- serialization --------------------------------------------------------------------
 
 TORCH_SAVE = frozenset({"torch.save", "torch.serialization.save"})
