@@ -38,7 +38,7 @@ class Evaluator:
 
 
 model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
-optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)  # ACL309
 test_loader = make_test_loader(1000)
 evaluator = Evaluator(test_data)
 for epoch in range(2):

@@ -32,7 +32,7 @@ def main():
     sampler = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=16, sampler=sampler, num_workers=4)  # ACL102
     model = DDP(nn.Embedding(50257, 64).to(device), device_ids=[local_rank])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)  # ACL309
     for epoch in range(2):
         sampler.set_epoch(epoch)
         for x, y in loader:

@@ -20,7 +20,7 @@ def train(args, model, dataset, device):
     else:
         sampler = DistributedSampler(dataset)
     loader = DataLoader(dataset, sampler=sampler, batch_size=args.train_batch_size, num_workers=2, pin_memory=True)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)  # ACL309
     model.train()
     for epoch in range(args.num_train_epochs):
         if args.local_rank != -1:
