@@ -28,7 +28,9 @@ PACKAGE_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "accel
 TRAIN = CI_TRAIN.replace("batch_size=8)", "batch_size=8, num_workers=2)")
 TRAIN_FIXED = TRAIN.replace(
     "loader = DataLoader(data, batch_size=8, num_workers=2)",
-    "loader = DataLoader(\n    data, batch_size=8, num_workers=2, pin_memory=torch.cuda.is_available()\n)",
+    "loader = DataLoader(\n"
+    "    data, batch_size=8, num_workers=2, pin_memory=torch.cuda.is_available()\n"
+    ")",
 )
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
