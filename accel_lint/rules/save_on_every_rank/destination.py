@@ -38,6 +38,10 @@ class Destinations:
     def __init__(self, calls: CallGraph, ranks: RankAnalysis) -> None:
         self.calls = calls
         self.ranks = ranks
+        # each (expression, scope, function, depth) and (function, parameter, depth) is
+        # judged once: callers shared by many saves are not walked again for each
+        self._answers: dict[tuple[int, int, int, int], bool] = {}
+        self._arguments: dict[tuple[int, int, int], bool] = {}
 
     def per_process(self, save: Save) -> bool:
         """One file per rank, or an in-memory / temporary target."""
@@ -98,6 +102,19 @@ class Destinations:
     ) -> bool:
         if depth > MAX_CALL_DEPTH:
             return False
+        key = (id(expr), id(scope), id(function), depth)
+        known = self._answers.get(key)
+        if known is None:
+            known = self._answers[key] = self._judge(expr, scope, function, depth)
+        return known
+
+    def _judge(
+        self,
+        expr: cst.BaseExpression,
+        scope: Scope,
+        function: cst.FunctionDef | None,
+        depth: int,
+    ) -> bool:
         for sub in sub_expressions(expr):
             if isinstance(sub, cst.Call) and private_target(sub, scope):
                 return True
@@ -125,6 +142,13 @@ class Destinations:
 
     def _per_process_argument(self, func: cst.FunctionDef, param: cst.Param, depth: int) -> bool:
         """A path parameter that some caller fills with a per-rank path."""
+        key = (id(func), id(param), depth)
+        known = self._arguments.get(key)
+        if known is None:
+            known = self._arguments[key] = self._filled_per_process(func, param, depth)
+        return known
+
+    def _filled_per_process(self, func: cst.FunctionDef, param: cst.Param, depth: int) -> bool:
         positional = [*func.params.posonly_params, *func.params.params]
         index = next((i for i, p in enumerate(positional) if p is param), None)
         for site, offset in self.calls.invocations(func):
