@@ -334,14 +334,15 @@ def load_settings(
     target: tuple[int, int] | None = None
     if "target-torch" in table:
         raw = table["target-torch"]
-        if not isinstance(raw, str):
-            # a TOML number loses the version: 1.10 reads as 1.1
-            raise ConfigError(
-                f'{where}: `target-torch` must be a string such as "2.1", not {raw!r}'
-            )
-        target = parse_version(raw)
+        # a string only: the TOML float 1.10 reads as 1.1
+        target = parse_version(raw) if isinstance(raw, str) else None
         if target is None:
-            raise ConfigError(f'{where}: `target-torch` must be a version such as "2.1"')
+            got = (
+                f"the TOML float {raw!r}: quote the version, or 1.10 reads as 1.1"
+                if isinstance(raw, float)
+                else _toml(raw)
+            )
+            raise ConfigError(f'{where}: `target-torch` must be a string such as "2.1" (got {got})')
     else:
         target = infer_target_torch(root / "pyproject.toml")
 
@@ -405,10 +406,24 @@ def _rule_options(raw: Any, where: Path) -> dict[str, dict[str, Any]]:
             if not opt.accepts(value):
                 raise ConfigError(
                     f"{where}: [tool.accel-lint.rules.{code}] `{key}` must be {opt.expected} "
-                    f"(got {value!r})"
+                    f"(got {_toml(value)})"
                 )
         result[code] = dict(values)
     return result
+
+
+def _toml(value: Any) -> str:
+    """A configured value as the user wrote it, with its TOML type when that is the
+    problem: `true`, `"x"`, `1.1 (a float)`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, float):
+        return f"{value!r} (a float)"
+    if isinstance(value, (list, dict)):
+        return f"a {'list' if isinstance(value, list) else 'table'}"
+    return repr(value)
 
 
 def parse_codes(value: str | None) -> tuple[str, ...] | None:

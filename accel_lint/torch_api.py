@@ -26,6 +26,29 @@ BATCH_SAMPLER = frozenset(
 TENSOR_DATASET = frozenset(
     {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 )
+SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
+# Functions that return a tensor built in memory (a DataLoader over one indexes it).
+TENSOR_CREATORS = frozenset(
+    f"torch.{n}"
+    for n in (
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "linspace",
+        "eye",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "stack",
+        "cat",
+    )
+)
 
 # -- modules ------------------------------------------------------------------------
 
@@ -176,6 +199,19 @@ TORCH_DEVICE = frozenset({"torch.device"})
 CUDA_IS_AVAILABLE = frozenset({"torch.cuda.is_available"})
 CUDA_DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 CUDA_SET_DEVICE = frozenset({"torch.cuda.set_device"})
+
+# -- autograd -----------------------------------------------------------------------
+
+# contexts and decorators under which no autograd graph is built: evaluation
+NO_GRAD = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
 
 # -- serialization --------------------------------------------------------------------
 

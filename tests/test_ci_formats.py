@@ -37,10 +37,11 @@ import torch
 from torch.utils.data import DataLoader
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-data = torch.utils.data.TensorDataset(torch.randn(64, 3))
+data = torch.load("records.pt")
 loader = DataLoader(data, batch_size=8)
-for (x,) in loader:
-    x = x.to(device, non_blocking=True)
+if __name__ == "__main__":
+    for (x,) in loader:
+        x = x.to(device, non_blocking=True)
 """
 # only ACL101 (an unsafe fix) applies: nothing for `fix` without --unsafe-fixes
 TRAIN_UNSAFE_ONLY = TRAIN.replace("batch_size=8)", "batch_size=8, pin_memory=True)")

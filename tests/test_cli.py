@@ -20,11 +20,15 @@ import torch
 from torch.utils.data import DataLoader
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-data = torch.utils.data.TensorDataset(torch.randn(64, 3))
+data = torch.load("records.pt")
 loader = DataLoader(data, batch_size=8)
-for (x,) in loader:
-    x = x.to(device, non_blocking=True)
+if __name__ == "__main__":
+    for (x,) in loader:
+        x = x.to(device, non_blocking=True)
 """
+
+
+PIN = "torch.cuda.is_available()"  # the device test TRAIN picks its device with
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None) -> Ran:
@@ -125,10 +129,10 @@ def test_json_format(project: Path) -> None:
         "url": "https://github.com/accel-lint/accel-lint/blob/main/rules/ACL102.md",
         "fix": {
             "applicability": "safe",
-            "message": "Add `pin_memory=True`",
+            "message": "Add `pin_memory=torch.cuda.is_available()`",
             "edits": [
                 {
-                    "content": ", pin_memory=True",
+                    "content": ", pin_memory=torch.cuda.is_available()",
                     "location": {"row": 6, "column": 39},
                     "end_location": {"row": 6, "column": 39},
                 }
@@ -171,12 +175,12 @@ def test_full_format_shows_the_source_line_with_a_marker(project: Path) -> None:
         "synchronous and staged: `pin_memory` is not set",
         "  --> train.py:6:10",
         "  |",
-        "5 | data = torch.utils.data.TensorDataset(torch.randn(64, 3))",
+        '5 | data = torch.load("records.pt")',
         "6 | loader = DataLoader(data, batch_size=8)",
         "  |          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ ACL102",
-        "7 | for (x,) in loader:",
+        '7 | if __name__ == "__main__":',
         "  |",
-        "help: Add `pin_memory=True` (safe fix)",
+        "help: Add `pin_memory=torch.cuda.is_available()` (safe fix)",
     ]
 
 
@@ -236,7 +240,7 @@ def test_stdin_with_filename(project: Path) -> None:
 
 def test_stdin_fix_prints_the_fixed_source(project: Path) -> None:
     result = run("fix", "--apply", "-", "--select", "ACL102", cwd=project, stdin=TRAIN)
-    assert result.stdout == TRAIN.replace("batch_size=8)", "batch_size=8, pin_memory=True)")
+    assert result.stdout == TRAIN.replace("batch_size=8)", f"batch_size=8, pin_memory={PIN})")
 
 
 def test_noqa_and_skip_file(tmp_path: Path) -> None:
@@ -368,7 +372,9 @@ def test_fix_without_apply_prints_a_diff_and_exits_1(project: Path) -> None:
     result = run("fix", "train.py", cwd=project)
     assert result.returncode == 1
     assert result.stdout.splitlines()[:2] == ["--- a/train.py", "+++ b/train.py"]
-    assert "+loader = DataLoader(data, batch_size=8, pin_memory=True)" in result.stdout
+    assert "+loader = DataLoader(data, batch_size=8, pin_memory=torch.cuda.is_available())" in (
+        result.stdout
+    )
     assert (project / "train.py").read_text() == TRAIN  # nothing written
     assert "Would fix 1 finding in 1 file." in result.stderr
 
@@ -383,7 +389,7 @@ def test_fix_without_pending_changes_exits_0(tmp_path: Path) -> None:
 def test_fix_apply_writes_and_reports_what_remains(project: Path) -> None:
     result = run("fix", "--apply", "train.py", cwd=project)
     assert result.returncode == 1  # ACL101's fix is unsafe: the finding remains
-    assert "pin_memory=True" in (project / "train.py").read_text()
+    assert PIN in (project / "train.py").read_text()
     assert "Fixed 1 finding in 1 file." in result.stderr
     assert "ACL101" in result.stderr
     again = run("fix", "--apply", "--unsafe-fixes", "train.py", cwd=project)
@@ -414,7 +420,7 @@ def test_fix_over_a_tree_in_workers_keeps_input_order(tmp_path: Path) -> None:
     assert applied.returncode == 0, applied.stderr
     changed = sorted(p for p, t in before.items() if p.stat().st_mtime_ns != t)
     assert [f"--- a/{p.relative_to(tmp_path).as_posix()}" for p in changed] == expected
-    assert all("pin_memory=True" in p.read_text() for p in changed)
+    assert all(PIN in p.read_text() for p in changed)
 
 
 def test_fix_after_a_cached_check_still_fixes(project: Path) -> None:
@@ -439,7 +445,9 @@ def test_stdin_fix_passes_bytes_through(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == source.replace(b"batch_size=8)", b"batch_size=8, pin_memory=True)")
+    assert result.stdout == source.replace(
+        b"batch_size=8)", b"batch_size=8, pin_memory=" + PIN.encode() + b")"
+    )
     clean = subprocess.run(
         [sys.executable, "-m", "accel_lint", "fix", "--apply", "-", "--select", "ACL102"],
         cwd=tmp_path,

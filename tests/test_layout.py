@@ -14,6 +14,7 @@ BOTH = settings_for(("ACL101", "ACL102"), unsafe=True)
 HEADER = (
     "import os\n\nimport torch\nfrom torch.utils.data import DataLoader\n\n"
     'device = torch.device("cuda")\n'
+    'if __name__ == "__main__":\n    import train\n'  # a guarded script: ACL101 fixes
 )
 
 

@@ -26,7 +26,12 @@ PACKAGE_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "accel
 
 # one finding, ACL102, whose fix is safe: `accel-lint fix --apply` removes it
 TRAIN = CI_TRAIN.replace("batch_size=8)", "batch_size=8, num_workers=2)")
-TRAIN_FIXED = TRAIN.replace("num_workers=2)", "num_workers=2, pin_memory=True)")
+TRAIN_FIXED = TRAIN.replace(
+    "loader = DataLoader(data, batch_size=8, num_workers=2)",
+    "loader = DataLoader(\n"
+    "    data, batch_size=8, num_workers=2, pin_memory=torch.cuda.is_available()\n"
+    ")",
+)
 
 
 def _notebook(code: str) -> str:

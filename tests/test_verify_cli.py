@@ -529,12 +529,23 @@ TRAIN = """
 
     import torch
     from torch import nn
-    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data import DataLoader, Dataset
+
+
+    class Pairs(Dataset):
+        def __init__(self, x, y):
+            self.x, self.y = x, y
+
+        def __len__(self):
+            return len(self.x)
+
+        def __getitem__(self, index):
+            return self.x[index], self.y[index]
 
 
     def main():
         torch.manual_seed(0)
-        data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        data = Pairs(torch.randn(64, 4), torch.randn(64, 1))
         loader = DataLoader(data, batch_size=8, shuffle=True)
         model = nn.Linear(4, 1){model_suffix}
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -654,12 +665,25 @@ def test_a_crash_of_the_fixed_script_only_fails_the_fix(tmp_path: Path) -> None:
 def test_a_script_that_never_steps_an_optimizer(tmp_path: Path) -> None:
     source = """
         import torch
-        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data import DataLoader, Dataset
 
-        model = torch.nn.Linear(4, 1)
-        with torch.no_grad():
-            for (x,) in DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8):
-                print(model(x).sum().item())
+
+        class Rows(Dataset):
+            def __init__(self, x):
+                self.x = x
+
+            def __len__(self):
+                return len(self.x)
+
+            def __getitem__(self, index):
+                return self.x[index]
+
+
+        if __name__ == "__main__":
+            model = torch.nn.Linear(4, 1)
+            with torch.no_grad():
+                for x in DataLoader(Rows(torch.randn(32, 4)), batch_size=8):
+                    print(model(x).sum().item())
     """
     script = _project(tmp_path, source)
     code, report, _ = _verify(script, *FAST, scratch=tmp_path / "tmp")

@@ -255,6 +255,7 @@ class FactsCollector:
 
     def visit_If_body(self, node: cst.If) -> None:
         self.facts.guards.append((node.test, True))
+        self.facts.if_of_test[node.test] = node
 
     def leave_If_body(self, node: cst.If) -> None:
         self.facts.guards.pop()
@@ -289,6 +290,12 @@ class FactsCollector:
             text = string_value(node)
             if text is not None and (text == "cuda" or text.startswith("cuda:")):
                 self.facts._cuda_string_uses += 1
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        # f"cuda:{rank}" is a CUDA device string too
+        first = node.parts[0] if node.parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+            self.facts._cuda_string_uses += 1
 
 
 class ScopeCloser:

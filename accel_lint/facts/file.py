@@ -131,6 +131,7 @@ class FileFacts:
         self.loop_sites: dict[cst.For | cst.While, LoopSite] = {}
         self.attribute_assignments: dict[str, list[AttributeAssignment]] = {}  # by attr
         self.aug_assigns: list[tuple[cst.AugAssign, Scope]] = []
+        self.if_of_test: dict[cst.BaseExpression, cst.If] = {}  # a guard's test -> its `if`
         self._attributes: dict[str, list[tuple[cst.Attribute, Scope]]] = {}
         self.function_defs: list[tuple[cst.FunctionDef, Scope, cst.ClassDef | None]] = []
         self.class_defs: dict[str, cst.ClassDef] = {}

@@ -102,9 +102,17 @@ class Loops:
         return _counts(iterable, scope)
 
     def names_epochs(self, loop: Loop) -> bool:
+        """The loop's variable, its iterable, or the value a name it iterates is bound to
+        once (`train_iterator = trange(int(args.num_train_epochs))`) mentions epochs."""
         if isinstance(loop, cst.While):
             return _mentions_epoch(loop.test)
-        return _mentions_epoch(loop.target) or _mentions_epoch(loop.iter)
+        if _mentions_epoch(loop.target) or _mentions_epoch(loop.iter):
+            return True
+        if isinstance(loop.iter, cst.Name):
+            bindings = self.site(loop).scope.lookup(loop.iter.value)
+            if bindings and len(bindings) == 1 and bindings[0].value is not None:
+                return self.counts(loop) and _mentions_epoch(bindings[0].value)
+        return False
 
     def is_epoch_loop(self, loop: Loop) -> bool:
         """A loop run once per epoch: a counter or a `while`, named for epochs or

@@ -141,6 +141,11 @@ class RankAnalysis:
         self.attributes: dict[str, list[AttributeAssignment]] = facts.attribute_assignments
         self.calls = CallGraph.of(facts)
         self._spawn_targets: set[cst.FunctionDef] | None = None
+        # answers that do not depend on who asks, kept so that a rule asking once per
+        # save stays linear in the size of the file
+        self._kinds: dict[tuple[int, int], str | None] = {}
+        self._name_variables: dict[tuple[int, str], RankVariable | None] = {}
+        self._attribute_kinds: dict[str, tuple[str, bool] | None] = {}
 
     @classmethod
     def of(cls, facts: FileFacts) -> RankAnalysis:
@@ -150,6 +155,14 @@ class RankAnalysis:
 
     def rank_kind(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> str | None:
         """`"global"` or `"local"` when `expr` denotes a rank, else None."""
+        if depth == 0:
+            key = (id(expr), id(scope))
+            if key not in self._kinds:
+                self._kinds[key] = self._rank_kind(expr, scope, 0)
+            return self._kinds[key]
+        return self._rank_kind(expr, scope, depth)
+
+    def _rank_kind(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> str | None:
         if depth > _MAX_DEPTH:
             return None
         if isinstance(expr, cst.Call):
@@ -473,6 +486,12 @@ class RankAnalysis:
             yield attribute
 
     def _name_variable(self, name: str, owner: Scope) -> RankVariable | None:
+        key = (id(owner), name)
+        if key not in self._name_variables:
+            self._name_variables[key] = self._read_name_variable(name, owner)
+        return self._name_variables[key]
+
+    def _read_name_variable(self, name: str, owner: Scope) -> RankVariable | None:
         bindings = owner.bindings[name]
         if any(b.kind is BindingKind.IMPORT for b in bindings):
             return None
@@ -503,15 +522,10 @@ class RankAnalysis:
         count: nothing sets it from the launcher's rank."""
         for attr in sorted(self.attributes):
             assignments = self.attributes[attr]
-            receivers = {a.receiver for a in assignments}
-            if len(receivers) != 1:
+            read = self._attribute_kind(attr)
+            if read is None:
                 continue
-            receiver = receivers.pop()
-            kinds = {
-                self.rank_kind(a.value, a.scope) for a in assignments if _could_be_int(a.value)
-            }
-            if GLOBAL not in kinds or LOCAL_RANK in kinds:
-                continue
+            receiver = read[0]
             visible = scope.lookup(receiver)
             if not visible or any(_is_star_param(b.node, b.scope) for b in visible):
                 continue  # `def save_on_master(*args)`: this `args` is a tuple
@@ -528,6 +542,22 @@ class RankAnalysis:
             )
             return RankVariable(f"{receiver}.{attr}", minus_one, ())
         return None
+
+    def _attribute_kind(self, attr: str) -> tuple[str, bool] | None:
+        """(the one receiver, True) when every assignment of `<receiver>.<attr>` is a
+        global rank (none a local one); None otherwise. The same for every asker."""
+        if attr not in self._attribute_kinds:
+            assignments = self.attributes[attr]
+            receivers = {a.receiver for a in assignments}
+            found: tuple[str, bool] | None = None
+            if len(receivers) == 1:
+                kinds = {
+                    self.rank_kind(a.value, a.scope) for a in assignments if _could_be_int(a.value)
+                }
+                if GLOBAL in kinds and LOCAL_RANK not in kinds:
+                    found = (receivers.pop(), True)
+            self._attribute_kinds[attr] = found
+        return self._attribute_kinds[attr]
 
     def main_process_predicate(self, scope: Scope) -> cst.FunctionDef | None:
         """A module-level function of the file, callable without arguments from `scope`,

@@ -8,13 +8,15 @@ from collections.abc import Callable
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for
-from accel_lint.facts import int_value
+from accel_lint.facts import CallSite, int_value
+from accel_lint.facts.datasets import in_memory
+from accel_lint.facts.entry import Entry
 from accel_lint.facts.loader_args import passed
 from accel_lint.names import (
+    BindingKind,
     Scope,
     assigned_value,
     qualified_names,
-    resolves_to,
     root_is_module_import,
     spelling_for,
 )
@@ -23,6 +25,23 @@ from accel_lint.torch_api import DATALOADER, RANDOM_FUNCTIONS
 
 # Calls that draw from a global random generator (torch, numpy, random).
 _RANDOM_PREFIXES = ("random.", "numpy.random.", "torchvision.transforms.Random")
+# ... except the constructors of a generator of one's own
+_OWN_GENERATORS = frozenset(
+    {
+        "random.Random",
+        "random.SystemRandom",
+        "numpy.random.default_rng",
+        "numpy.random.RandomState",
+        "numpy.random.Generator",
+        "numpy.random.SeedSequence",
+    }
+)
+_AT_IMPORT = (
+    "the loader is built when the script is imported, and the script has no "
+    '`if __name__ == "__main__":` guard: with the `spawn` or `forkserver` start method '
+    "(macOS, Windows, Linux from Python 3.14) every worker imports the script again and "
+    "the run crashes; move the script's code under the guard first"
+)
 
 
 def _positive_int(value: object) -> bool:
@@ -43,29 +62,38 @@ class DataloaderSyncLoading(Rule):
     }
 
     def setup(self) -> None:
-        self._calls: list[tuple[cst.Call, Scope]] = []
-        self._getitem_random: dict[str, bool] = {}
+        # random calls in a `__getitem__`: (call, its scope, the dataset class's name)
+        self._getitem_draws: list[tuple[cst.Call, Scope, str]] = []
         self._random_transforms = False
+        self._at_import = False  # the loader being checked is built at import, unguarded
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._calls.append((node, self.facts.scope))
         names = qualified_names(node.func, self.facts.scope)
-        if names and any(n.startswith(_RANDOM_PREFIXES) or n in RANDOM_FUNCTIONS for n in names):
+        if not names or names <= _OWN_GENERATORS:
+            return
+        if any(n.startswith(_RANDOM_PREFIXES) or n in RANDOM_FUNCTIONS for n in names):
             fn, cls = self.facts.function, self.facts.class_def
             if fn is not None and cls is not None and fn.name.value == "__getitem__":
-                self._getitem_random[cls.name.value] = True
+                self._getitem_draws.append((node, self.facts.scope, cls.name.value))
             if any(n.startswith("torchvision.transforms.Random") for n in names):
                 self._random_transforms = True
 
     def finish(self) -> None:
-        for call, scope in self._calls:
-            if resolves_to(call.func, scope, DATALOADER):
-                self._check(call, scope)
+        self._getitem_random = {
+            cls for call, scope, cls in self._getitem_draws if not _own_generator(call, scope)
+        }
+        for site in self.facts.calls_resolving_to(DATALOADER):
+            self._check(site)
 
-    def _check(self, call: cst.Call, scope: Scope) -> None:
+    def _check(self, site: CallSite) -> None:
+        call, scope = site.node, site.scope
+        if self._reads_memory(call, scope):
+            return
         got = passed(call, "num_workers", self.facts, scope)
         if not got.known or got.conditional:
             return
+        entry = Entry.of(self.facts)
+        self._at_import = not entry.has_main_guard and entry.runs_at_import(site)
         equivalence = self._equivalence(call, scope)
         if got.absent:
             self._report(
@@ -132,6 +160,15 @@ class DataloaderSyncLoading(Rule):
         """Report `call`; the fix rewrites `target`, with the worker count spelled for
         `scope` (where the new expression goes)."""
         message = f"DataLoader loads every batch in the training process: {why}"
+        if self._at_import:
+            self.report(
+                call,
+                message,
+                no_fix_reason=_AT_IMPORT,
+                equivalence=equivalence,
+                related=related,
+            )
+            return
         workers = self._workers_expression()
         imports: tuple[str, ...] = ()
         if "os.cpu_count" in workers:
@@ -150,6 +187,19 @@ class DataloaderSyncLoading(Rule):
             imports = (needed,) if needed else ()
         fix = Fix(fix_message.format(workers), {target: rewrite(workers)}, imports)
         self.report(call, message, fix, equivalence=equivalence, related=related)
+
+    def _reads_memory(self, call: cst.Call, scope: Scope) -> bool:
+        """The loader indexes data already in memory with the default collation: workers
+        would only add copies between processes."""
+        dataset = passed(call, "dataset", self.facts, scope)
+        collate = passed(call, "collate_fn", self.facts, scope)
+        if dataset.value is None or not collate.known:
+            return False
+        if collate.value is not None and not (
+            isinstance(collate.value, cst.Name) and collate.value.value == "None"
+        ):
+            return False
+        return in_memory(self.facts, dataset.value, scope)
 
     def _scope_of_call(self, node: cst.Call) -> Scope | None:
         return next((site.scope for site in self.facts.calls if site.node is node), None)
@@ -173,7 +223,41 @@ class DataloaderSyncLoading(Rule):
         if (
             isinstance(origin, cst.Call)  # `Noisy()` built inline or bound once to a name
             and isinstance(origin.func, cst.Name)
-            and self._getitem_random.get(origin.func.value)
+            and origin.func.value in self._getitem_random
         ):
             return Equivalence.STATISTICAL
         return Equivalence.EXACT
+
+
+def _argument(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
+    index = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg.value
+        elif not arg.star:
+            if index == position:
+                return arg.value
+            index += 1
+    return None
+
+
+def _own_generator(call: cst.Call, scope: Scope) -> bool:
+    """The draw passes `generator=` a generator made for this item (built in the call,
+    or a name `__getitem__` binds itself): no global random number is drawn, and a
+    worker draws what the main process would. A generator kept on the dataset
+    (`generator=self.g`) is not: each worker advances its own copy of it."""
+    value = _argument(call, "generator", -1)
+    if value is None:
+        return False
+    if isinstance(value, cst.Call):
+        return True
+    if not isinstance(value, cst.Name):
+        return False
+    bindings = scope.lookup(value.value)
+    return bool(bindings) and all(
+        b.scope is scope.function_scope()
+        and b.kind is not BindingKind.IMPORT
+        and not isinstance(b.node, cst.Param)
+        for b in bindings or ()
+    )

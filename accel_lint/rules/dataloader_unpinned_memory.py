@@ -7,9 +7,16 @@ import libcst as cst
 
 from accel_lint.edits import add_keyword
 from accel_lint.facts.loader_args import passed
-from accel_lint.names import Scope, resolves_to
+from accel_lint.names import (
+    LOCAL,
+    Scope,
+    qualified_names,
+    resolves_to,
+    root_is_module_import,
+    spelling_for,
+)
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
-from accel_lint.torch_api import DATALOADER
+from accel_lint.torch_api import CUDA_IS_AVAILABLE, DATALOADER
 
 
 class DataloaderUnpinnedMemory(Rule):
@@ -24,6 +31,7 @@ class DataloaderUnpinnedMemory(Rule):
 
     def setup(self) -> None:
         self._calls: list[tuple[cst.Call, Scope]] = []
+        self._test: str | None = None  # the file's device test; "" when it has none
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls.append((node, self.facts.scope))
@@ -40,7 +48,12 @@ class DataloaderUnpinnedMemory(Rule):
         if not got.known or got.conditional:
             return
         if got.absent:
-            fix = Fix("Add `pin_memory=True`", {call: add_keyword(call, "pin_memory", "True")})
+            value, imports = self._pin_value(scope)
+            fix = Fix(
+                f"Add `pin_memory={value}`",
+                {call: add_keyword(call, "pin_memory", value)},
+                imports,
+            )
             self.report(
                 call,
                 "DataLoader returns pageable memory, so every host-to-GPU copy is synchronous "
@@ -53,10 +66,42 @@ class DataloaderUnpinnedMemory(Rule):
         if not (isinstance(literal, cst.Name) and literal.value == "False"):
             return
         target = got.value if literal is got.value else literal
-        fix = Fix("Set `pin_memory=True`", {target: cst.Name("True")})
+        value, imports = self._pin_value(scope if literal is got.value else self.facts.module_scope)
+        fix = Fix(f"Set `pin_memory={value}`", {target: cst.parse_expression(value)}, imports)
         self.report(
             call,
             "DataLoader returns pageable memory, so every host-to-GPU copy is synchronous "
             "and staged: `pin_memory` is False",
             fix,
         )
+
+    def _pin_value(self, scope: Scope) -> tuple[str, tuple[str, ...]]:
+        """`True`, or the file's own device test when it picks its device with one, so a
+        run without an accelerator neither pins nor warns; spelled for `scope`."""
+        test = self._device_test()
+        if test is None:
+            return "True", ()
+        spelled, needed = spelling_for(test, scope)
+        if not root_is_module_import(spelled, scope):
+            return "True", ()
+        return f"{spelled}()", (needed,) if needed else ()
+
+    def _device_test(self) -> str | None:
+        if self._test is None:
+            accelerator = cuda = False
+            for site in self.facts.calls:
+                names = qualified_names(site.node.func, site.scope)
+                if not names or LOCAL in names:
+                    continue
+                if names <= CUDA_IS_AVAILABLE:
+                    cuda = True
+                elif all(n.startswith("torch.accelerator.") for n in names):
+                    accelerator = True
+            self._test = (
+                "torch.accelerator.is_available"
+                if accelerator
+                else "torch.cuda.is_available"
+                if cuda
+                else ""
+            )
+        return self._test or None

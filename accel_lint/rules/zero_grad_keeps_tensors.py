@@ -8,6 +8,7 @@ import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
 from accel_lint.facts import CallSite
+from accel_lint.facts.grads import beside_none_branch
 from accel_lint.facts.torch_objects import Kind, TorchObjects
 from accel_lint.rule import Cause, Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import SET_TO_NONE_DEFAULT_SINCE, SET_TO_NONE_SINCE
@@ -49,7 +50,7 @@ class ZeroGradKeepsTensors(Rule):
             func = site.node.func
             assert isinstance(func, cst.Attribute)
             kind = self.objects.kind(func.value, site.scope)
-            if kind is not Kind.OTHER:
+            if kind is not Kind.OTHER and not beside_none_branch(self.facts, site.guards):
                 self._check(site, kind)
 
     def _check(self, site: CallSite, kind: Kind) -> None:

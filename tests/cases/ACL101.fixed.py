@@ -3,6 +3,7 @@ import argparse
 import os
 
 import torch
+import torchvision
 import torch.utils.data as tud
 from torch.utils.data import DataLoader
 from torch.utils.data import DataLoader as DL
@@ -18,7 +19,7 @@ parser.add_argument("--threads", type=int, default=4)
 parser.add_argument("--loader-workers", dest="lw", type=int)
 args = parser.parse_args()
 
-ds = torch.utils.data.TensorDataset(torch.randn(64, 3))
+ds = torchvision.datasets.ImageFolder("data/train", transform=torchvision.transforms.ToTensor())
 
 # should flag
 a = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))
@@ -59,3 +60,8 @@ class Loader:
     def make(self):
         DL = list  # local rebinding
         return DL(ds)
+
+
+if __name__ == "__main__":
+    for images, labels in a:
+        print(images.shape, labels[:4])

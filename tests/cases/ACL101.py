@@ -2,6 +2,7 @@
 import argparse
 
 import torch
+import torchvision
 import torch.utils.data as tud
 from torch.utils.data import DataLoader
 from torch.utils.data import DataLoader as DL
@@ -17,7 +18,7 @@ parser.add_argument("--threads", type=int, default=4)
 parser.add_argument("--loader-workers", dest="lw", type=int)
 args = parser.parse_args()
 
-ds = torch.utils.data.TensorDataset(torch.randn(64, 3))
+ds = torchvision.datasets.ImageFolder("data/train", transform=torchvision.transforms.ToTensor())
 
 # should flag
 a = DataLoader(ds)  # ACL101
@@ -58,3 +59,8 @@ class Loader:
     def make(self):
         DL = list  # local rebinding
         return DL(ds)
+
+
+if __name__ == "__main__":
+    for images, labels in a:
+        print(images.shape, labels[:4])

@@ -1,4 +1,12 @@
 # option: ACL101.num-workers = 4
 import torch
+from torchvision.datasets import MNIST
 
-loader = torch.utils.data.DataLoader(torch.arange(10), batch_size=2, num_workers=4)
+
+def main():
+    loader = torch.utils.data.DataLoader(MNIST("data"), batch_size=2, num_workers=4)
+    return loader
+
+
+if __name__ == "__main__":
+    main()

@@ -2,4 +2,6 @@
 import torch
 
 use_cuda = torch.cuda.is_available()
-loader = torch.utils.data.DataLoader(torch.arange(10), num_workers=2, pin_memory=True)
+loader = torch.utils.data.DataLoader(
+    torch.arange(10), num_workers=2, pin_memory=torch.cuda.is_available()
+)

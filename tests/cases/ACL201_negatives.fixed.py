@@ -33,20 +33,6 @@ def from_parameter(cin, cout, bias=True):
     return nn.Sequential(nn.Conv2d(cin, cout, 3, bias=bias), nn.BatchNorm2d(cout))
 
 
-def vgg_layers(cfg, batch_norm):
-    # torchvision's VGG: one conv, followed by a norm on one path only
-    layers = []
-    in_channels = 3
-    for v in cfg:
-        conv2d = nn.Conv2d(in_channels, v, kernel_size=3, padding=1)
-        if batch_norm:
-            layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
-        else:
-            layers += [conv2d, nn.ReLU(inplace=True)]
-        in_channels = v
-    return nn.Sequential(*layers)
-
-
 def reordered():
     layers = [nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)]
     layers.insert(1, nn.ReLU())

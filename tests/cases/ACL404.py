@@ -75,9 +75,9 @@ for epoch in range(3):
         for x, y in repeated_eval:
             model(x)
 
-# should flag, without a fix: an evaluation loader reads the same order every epoch,
-# which does not change its result (shuffle=False is the likelier intent)
-evaluation = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL104 ACL404
+# should not flag: an evaluation loader reads the same order every epoch, which does
+# not change its result
+evaluation = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL104
 for epoch in range(3):
     with torch.no_grad():
         for x, y in evaluation:

@@ -16,18 +16,20 @@ args = parser.parse_args()
 def main(model, criterion, optimizer, dataset_train, dataset_val, dataset_extra):
     dist.init_process_group("nccl")
     sampler_train = DistributedSampler(dataset_train, shuffle=True)
-    # shuffled to reduce monitor bias: no fix, evaluation does not depend on the order
+    # shuffled to reduce monitor bias: not reported, evaluation does not depend on the order
     sampler_val = DistributedSampler(dataset_val, shuffle=True)
     data_loader_train = DataLoader(dataset_train, sampler=sampler_train, num_workers=2)
     data_loader_val = DataLoader(dataset_val, sampler=sampler_val, num_workers=2)
     if args.distributed:
-        # no fix: `sampler_extra` is a RandomSampler on other runs
+        # a RandomSampler on other runs: the fix checks that it is a DistributedSampler
         sampler_extra = DistributedSampler(dataset_extra)
     else:
         sampler_extra = RandomSampler(dataset_extra)
     data_loader_extra = DataLoader(dataset_extra, sampler=sampler_extra, num_workers=2)
     for epoch in range(args.start_epoch, args.epochs):
         sampler_train.set_epoch(epoch)
+        if isinstance(sampler_extra, DistributedSampler):
+            sampler_extra.set_epoch(epoch)
         train_one_epoch(model, criterion, data_loader_train, optimizer, epoch)
         train_one_epoch(
             model=model,

@@ -16,12 +16,12 @@ args = parser.parse_args()
 def main(model, criterion, optimizer, dataset_train, dataset_val, dataset_extra):
     dist.init_process_group("nccl")
     sampler_train = DistributedSampler(dataset_train, shuffle=True)  # ACL404
-    # shuffled to reduce monitor bias: no fix, evaluation does not depend on the order
-    sampler_val = DistributedSampler(dataset_val, shuffle=True)  # ACL404
+    # shuffled to reduce monitor bias: not reported, evaluation does not depend on the order
+    sampler_val = DistributedSampler(dataset_val, shuffle=True)
     data_loader_train = DataLoader(dataset_train, sampler=sampler_train, num_workers=2)  # ACL104
     data_loader_val = DataLoader(dataset_val, sampler=sampler_val, num_workers=2)  # ACL104
     if args.distributed:
-        # no fix: `sampler_extra` is a RandomSampler on other runs
+        # a RandomSampler on other runs: the fix checks that it is a DistributedSampler
         sampler_extra = DistributedSampler(dataset_extra)  # ACL404
     else:
         sampler_extra = RandomSampler(dataset_extra)

@@ -20,7 +20,7 @@ from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names
 from accel_lint.torch_api import MODULE_OR_OPTIMIZER_METHODS, MODULE_RETURNS_SELF
 
 # In-place methods that write into the tensor they are called on.
-_GRAD_WRITES = ("add_", "sub_", "copy_")
+_GRAD_WRITES = ("add_", "sub_", "copy_", "addcmul_", "addcdiv_", "index_add_")
 
 
 def _is_a_grad(expr: cst.BaseExpression) -> bool:
@@ -58,7 +58,9 @@ class TorchObjects:
                     self._self_attrs.setdefault(key, []).append((a.value, a.scope))
         self.accumulates_into_grads = any(
             isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign))
-            and _is_a_grad(node.target)
+            and _is_a_grad(
+                node.target.value if isinstance(node.target, cst.Subscript) else node.target
+            )  # `p.grad[rows] += g` too
             for node, _ in facts.aug_assigns
         )
         # receivers whose `param_groups` the file reads: torch's optimizer protocol

@@ -17,11 +17,12 @@ import libcst as cst
 from accel_lint.edits import code_for
 from accel_lint.rule import Equivalence, FixSafety, Rule, Verification
 from accel_lint.rules.conv_bias_before_norm.bias_reads import bias_read_blockers
+from accel_lint.rules.conv_bias_before_norm.branches import branch_bias
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Ctor, Edge
 from accel_lint.rules.conv_bias_before_norm.fix import bias_fix
 from accel_lint.rules.conv_bias_before_norm.flow import feeding_edges
 from accel_lint.rules.conv_bias_before_norm.syntax import is_none, is_self
-from accel_lint.rules.conv_bias_before_norm.uses import only_feeds_norms
+from accel_lint.rules.conv_bias_before_norm.uses import only_feeds_norms, other_uses
 
 __all__ = ["ConvBiasBeforeNorm"]
 
@@ -168,16 +169,30 @@ class ConvBiasBeforeNorm(Rule):
             return
         blockers, blocks_all = bias_read_blockers(seen, self.facts)
         for ctor_call, found in edges.items():
+            blocker = blockers.get(ctor_call) or blocks_all
             if only_feeds_norms(seen, found):
-                self._check(seen.ctors[ctor_call], found[0], blockers.get(ctor_call) or blocks_all)
+                self._check(seen.ctors[ctor_call], found[0], blocker)
+                continue
+            branch = branch_bias(seen, found, other_uses(seen, found))
+            if branch is not None:
+                self._check(seen.ctors[ctor_call], found[0], blocker, branch)
 
-    def _check(self, conv: Ctor, edge: Edge, blocker: cst.Attribute | None) -> None:
-        fix = bias_fix(conv, self.facts)
+    def _check(
+        self,
+        conv: Ctor,
+        edge: Edge,
+        blocker: cst.Attribute | None,
+        branch: tuple[str, str] | None = None,
+    ) -> None:
+        """Report the conv; with `branch` (the `bias=` expression, and when the norm
+        runs) the norm only follows it on one branch of an `if`."""
+        fix = bias_fix(conv, self.facts, branch[0] if branch else "False")
         if fix is None:
             return
+        when = f" when {branch[1]}" if branch else ""
         message = (
-            f"`{conv.cls}` has a bias, but its output goes straight into `{edge.norm.cls}`, whose "
-            "mean subtraction cancels it: the bias is wasted computation and memory"
+            f"`{conv.cls}` has a bias, but its output goes straight into `{edge.norm.cls}`{when}, "
+            "whose mean subtraction cancels it: the bias is wasted computation and memory"
         )
         if blocker is not None:
             self.report(

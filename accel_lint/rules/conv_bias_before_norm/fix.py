@@ -17,8 +17,9 @@ from accel_lint.rules.conv_bias_before_norm.collected import Ctor
 BIAS_POSITION = 7
 
 
-def bias_fix(conv: Ctor, facts: FileFacts) -> Fix | None:
-    """The fix, or None when the bias is disabled or passed in a way we cannot read."""
+def bias_fix(conv: Ctor, facts: FileFacts, value: str = "False") -> Fix | None:
+    """The fix writing `bias=<value>`, or None when the bias is disabled or passed in a
+    way we cannot read."""
     call, scope = conv.call, conv.scope
     positional = 0
     splats: list[cst.Arg] = []
@@ -38,11 +39,11 @@ def bias_fix(conv: Ctor, facts: FileFacts) -> Fix | None:
         literal = facts.literal_value(passed.value, scope)
         if not (isinstance(literal, cst.Name) and literal.value == "True"):
             return None
-        return Fix("Set `bias=False`", {passed.value: cst.Name("False")})
+        return Fix(f"Set `bias={value}`", {passed.value: cst.parse_expression(value)})
     for splat in splats:
         if not isinstance(splat.value, cst.Name):
             return None
         kwargs = facts.kwargs_dict(splat.value, scope)
         if kwargs is None or not kwargs.resolvable or "bias" in kwargs.values:
             return None
-    return Fix("Add `bias=False`", {call: add_keyword(call, "bias", "False")})
+    return Fix(f"Add `bias={value}`", {call: add_keyword(call, "bias", value)})

@@ -47,6 +47,24 @@ def only_feeds_norms(seen: Collected, edges: list[Edge]) -> bool:
     return not any(touched & set(seen.self_attrs.get(sub, {})) for sub in seen.descendants(cls))
 
 
+def other_uses(seen: Collected, edges: list[Edge]) -> list[cst.Name]:
+    """The references to a conv bound to a name that neither feed a norm (`edges`)
+    nor are harmless: where its output goes elsewhere. Empty for other holders."""
+    holder = edges[0].holder
+    binding = holder.binding
+    if holder.kind != "name" or binding is None or binding.scope is None:
+        return []
+    if not isinstance(binding.node, cst.Assign) or binding.scope.node is None:
+        return []
+    store = binding.node.targets[0].target
+    uses: set[cst.CSTNode] = {e.use for e in edges}
+    return [
+        ref
+        for ref in seen.refs_within(binding.name, binding.scope)
+        if ref is not store and ref not in uses and not _harmless(seen.receiver_attr.get(ref))
+    ]
+
+
 def _harmless(attr: str | None) -> bool:
     """Reading `conv.<attr>` (weight, out_channels, a hook) leaves its output where it was."""
     return attr is not None and attr not in _CALLING_ATTRS

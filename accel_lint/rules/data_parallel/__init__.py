@@ -18,6 +18,7 @@ from accel_lint.names import Scope, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Launcher, Rule, Verification
 from accel_lint.rules.data_parallel.directories import tolerate_existing
 from accel_lint.rules.data_parallel.equivalence import equivalence
+from accel_lint.rules.data_parallel.own_ddp import own_ddp_fix
 from accel_lint.rules.data_parallel.plan import merge, to_fix
 from accel_lint.rules.data_parallel.process_group import set_up_and_tear_down
 from accel_lint.rules.data_parallel.rank_zero import only_rank_zero
@@ -25,7 +26,7 @@ from accel_lint.rules.data_parallel.samplers import shard_training_data
 from accel_lint.rules.data_parallel.shape import NoFix, Reference, Shape
 from accel_lint.rules.data_parallel.survey import survey_script
 from accel_lint.rules.data_parallel.tree import Tree
-from accel_lint.rules.data_parallel.wrap import wrap_in_ddp
+from accel_lint.rules.data_parallel.wrap import exclusive_wraps, wrap_in_ddp
 from accel_lint.torch_api import DATA_PARALLEL
 
 __all__ = ["DataParallel"]
@@ -93,18 +94,38 @@ class DataParallel(Rule):
         calls = [s for s in self.facts.calls if resolves_to(s.node.func, s.scope, DATA_PARALLEL)]
         if not calls:
             return
-        if len(calls) > 1:
+        tree = Tree(self.ctx.module)
+        if self.facts.is_distributed:
+            # a script with its own distributed path: each fallback wrap is dropped alone
             for site in calls:
-                reason = f"the script wraps {len(calls)} models in DataParallel"
-                self.report(site.node, _WHY, no_fix_reason=reason)
+                try:
+                    fix = own_ddp_fix(site, self.facts, tree)
+                except NoFix as refused:
+                    self.report(site.node, _WHY, no_fix_reason=str(refused))
+                    continue
+                self.report(site.node, _WHY, fix, equivalence=Equivalence.STATISTICAL)
             return
-        (site,) = calls
+        branches: list[cst.Call] = []
+        if len(calls) > 1:
+            # the same model wrapped in the branches of one `if` is one wrap
+            if not exclusive_wraps([s.node for s in calls], tree):
+                many = f"the script wraps {len(calls)} models in DataParallel"
+                for site in calls:
+                    self.report(site.node, _WHY, no_fix_reason=many)
+                return
+            branches = [s.node for s in calls[1:]]
+        site = calls[0]
         try:
-            shape = survey_script(site, self.facts, Tree(self.ctx.module), references)
+            shape = survey_script(site, self.facts, tree, references, branches)
         except NoFix as reason:
-            self.report(site.node, _WHY, no_fix_reason=str(reason))
+            for wrapped in calls:
+                self.report(wrapped.node, _WHY, no_fix_reason=str(reason))
             return
-        self.report(site.node, _WHY, self._fix(shape), equivalence=equivalence(shape, self.facts))
+        fix = self._fix(shape)
+        self.report(site.node, _WHY, fix, equivalence=equivalence(shape, self.facts))
+        for other in branches:
+            # the one fix migrates every branch; each call is a finding of its own
+            self.report(other, _WHY, fix, equivalence=equivalence(shape, self.facts))
 
     def _fix(self, shape: Shape) -> Fix:
         plan = merge(

@@ -20,7 +20,7 @@ from accel_lint.names import Scope, qualified_names, resolves_to
 from accel_lint.rules.data_parallel.plan import Plan, Statement
 from accel_lint.rules.data_parallel.shape import NoFix, Shape, as_statement
 from accel_lint.rules.data_parallel.source import BLANK, statements
-from accel_lint.rules.data_parallel.tree import Block, Tree, calls_in, method_name
+from accel_lint.rules.data_parallel.tree import Block, Tree, calls_in, descendants, method_name
 from accel_lint.torch_api import CUDA_SET_DEVICE, TORCH_DEVICE
 
 NEW_NAMES = ("local_rank", "rank", "world_size")
@@ -161,7 +161,26 @@ def set_up_and_tear_down(shape: Shape) -> Plan:
         plan.insert_before(shape.end, destroy)
     else:
         plan.insert_after(shape.end, destroy)
+    for early in _early_returns(shape):
+        plan.insert_before(
+            early, statements(f"{names.dist}.destroy_process_group()\n", shape.module)
+        )
     return plan
+
+
+def _early_returns(shape: Shape) -> list[cst.SimpleStatementLine]:
+    """`return` lines of the anchor block after the setup (not in nested defs), other
+    than its last statement: leaving there must destroy the process group too."""
+    tree = shape.tree
+    return [
+        node
+        for node in descendants(shape.block)
+        if isinstance(node, cst.SimpleStatementLine)
+        and node is not shape.end
+        and len(node.body) == 1
+        and isinstance(node.body[0], cst.Return)
+        and not tree.precedes(node, shape.setup_before)
+    ]
 
 
 def _split_leading(

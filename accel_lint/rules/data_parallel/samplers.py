@@ -8,6 +8,8 @@ epoch loop starts with `sampler.set_epoch(epoch)`. Evaluation loaders (no
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
@@ -42,7 +44,7 @@ def training_loaders(
 ) -> tuple[tuple[TrainingLoader, ...], tuple[EpochLoop, ...]]:
     """The anchor block's training loaders, and the epoch loops they are trained in."""
     loaders: list[TrainingLoader] = []
-    loops: dict[cst.For, list[str]] = {}
+    loops: dict[cst.For | cst.While, list[str]] = {}
     for site in region.sites:
         if not (region.in_block(site) and resolves_to(site.node.func, site.scope, DATALOADER)):
             continue
@@ -66,7 +68,7 @@ def training_loaders(
             "no training loop over a DataLoader was found (a `for` over a loader, with "
             "`.backward()` inside, in an epoch loop)"
         )
-    epochs = tuple(_epoch_loop(loop, samplers, scope) for loop, samplers in loops.items())
+    epochs = tuple(_epoch_loop(loop, samplers, scope, tree) for loop, samplers in loops.items())
     return tuple(loaders), epochs
 
 
@@ -87,7 +89,7 @@ def _assigned_name(call: cst.Call, tree: Tree) -> str | None:
 
 def _epoch_loops_training(
     name: str, facts: FileFacts, tree: Tree, block: Block, scope: Scope, region: Region
-) -> list[cst.For]:
+) -> list[cst.For | cst.While]:
     """The loops of the anchor block around each training iteration of loader `name`."""
     # where, in the anchor block, the loader is iterated: directly, or by a call
     places: list[cst.CSTNode] = [
@@ -114,17 +116,46 @@ def _epoch_loops_training(
             for node in descendants(func.body)
         ):
             places.append(site.node)
-    loops: list[cst.For] = []
+    loops: list[cst.For | cst.While] = []
     for place in places:
         around = tree.loops(place, block)
         if not around:
             raise NoFix(f"the training loop over `{name}` is not inside an epoch loop")
         innermost = around[0]
-        if not isinstance(innermost, cst.For):
-            raise NoFix(f"the epoch loop around `{name}` is a `while` loop")
+        if isinstance(innermost, cst.While) and _epoch_counter(innermost, place, tree) is None:
+            raise NoFix(
+                f"the epoch loop around `{name}` is a `while` loop that counts no epochs "
+                "(`epoch += 1` in its body, before the loader is read)"
+            )
         if innermost not in loops:
             loops.append(innermost)
     return loops
+
+
+_EPOCH_COUNTER = re.compile(r"(?:^|_)(?:epoch|epochs|ep)$", re.IGNORECASE)
+
+
+def _epoch_counter(
+    loop: cst.While, place: cst.CSTNode, tree: Tree
+) -> cst.SimpleStatementLine | None:
+    """`cur_epochs += 1` as a statement of the `while` loop's body, before the one that
+    reads the loader (`place`): each pass is an epoch, and it is the epoch's number."""
+    if not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    for statement in loop.body.body:
+        if tree.inside(place, statement):
+            return None
+        if (
+            isinstance(statement, cst.SimpleStatementLine)
+            and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.AugAssign)
+            and isinstance(statement.body[0].operator, cst.AddAssign)
+            and isinstance(statement.body[0].target, cst.Name)
+            and _EPOCH_COUNTER.search(statement.body[0].target.value)
+            and code_for(statement.body[0].value) == "1"
+        ):
+            return statement
+    return None
 
 
 def _iterates(expr: cst.BaseExpression, name: str) -> bool:
@@ -218,9 +249,26 @@ def _derived(loader: str, kind: str) -> str:
     return f"{loader}_{kind}"
 
 
-def _epoch_loop(loop: cst.For, samplers: list[str], scope: Scope) -> EpochLoop:
+def _epoch_loop(
+    loop: cst.For | cst.While, samplers: list[str], scope: Scope, tree: Tree
+) -> EpochLoop:
     if not isinstance(loop.body, cst.IndentedBlock):
         raise NoFix("the epoch loop is written on one line")
+    if isinstance(loop, cst.While):
+        counter = next(
+            (
+                s
+                for s in loop.body.body
+                if isinstance(s, cst.SimpleStatementLine)
+                and _epoch_counter(loop, loop.body.body[-1], tree) is s
+            ),
+            None,
+        )
+        if counter is None:
+            raise NoFix("the epoch loop is a `while` loop that counts no epochs")
+        aug = counter.body[0]
+        assert isinstance(aug, cst.AugAssign) and isinstance(aug.target, cst.Name)
+        return EpochLoop(loop, aug.target.value, False, tuple(samplers), after=counter)
     target = loop.target
     if not isinstance(target, cst.Name):
         raise NoFix(f"the epoch loop's target `{code_for(target)}` is not a single name")
@@ -263,7 +311,10 @@ def shard_training_data(shape: Shape) -> Plan:
         body = epoch_loop.loop.body
         assert isinstance(body, cst.IndentedBlock)
         calls = "".join(f"{s}.set_epoch({epoch_loop.epoch})\n" for s in epoch_loop.samplers)
-        plan.insert_before(body.body[0], statements(calls, shape.module))
+        if epoch_loop.after is not None:
+            plan.insert_after(epoch_loop.after, statements(calls, shape.module))
+        else:
+            plan.insert_before(body.body[0], statements(calls, shape.module))
         if epoch_loop.rename:
             plan.rewrite(epoch_loop.loop, lambda loop: loop.with_changes(target=cst.Name("epoch")))
     return plan

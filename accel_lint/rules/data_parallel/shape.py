@@ -47,6 +47,9 @@ class Wrap:
     module_arg: cst.Arg
     devices: str | None  # how many devices `device_ids` lists (`2`, `args.num_gpus`)
     moved: bool  # the model is on its device before the wrap
+    # the same model wrapped again in the other branches of an `if` (every path wraps
+    # once): each is rewritten in place, like this one
+    others: tuple[Wrap, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,12 @@ class TrainingLoader:
 
 @dataclass(frozen=True)
 class EpochLoop:
-    loop: cst.For
-    epoch: str  # the loop variable `set_epoch` receives
+    loop: cst.For | cst.While
+    epoch: str  # the loop variable (or a `while` loop's epoch counter) `set_epoch` receives
     rename: bool  # the target was `_`: it becomes `epoch`
     samplers: tuple[str, ...]
+    # a `while` loop's `epochs += 1`: `set_epoch` goes right after it
+    after: cst.BaseStatement | None = None
 
 
 @dataclass(frozen=True)

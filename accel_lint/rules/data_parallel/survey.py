@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import libcst as cst
+
 from accel_lint.facts import CallSite, FileFacts
 from accel_lint.rules.data_parallel.directories import directory_calls
 from accel_lint.rules.data_parallel.process_group import check_devices, end_of, setup_position
@@ -19,13 +21,18 @@ from accel_lint.rules.data_parallel.wrap import find_wrap, import_statement, isi
 
 
 def survey_script(
-    site: CallSite, facts: FileFacts, tree: Tree, references: Sequence[Reference]
+    site: CallSite,
+    facts: FileFacts,
+    tree: Tree,
+    references: Sequence[Reference],
+    branches: Sequence[cst.Call] = (),
 ) -> Shape:
-    """What the migration of the DataParallel call at `site` edits."""
+    """What the migration of the DataParallel call at `site` edits (and of `branches`,
+    the same model wrapped in the other branches of one `if`)."""
     if facts.is_distributed:
         raise NoFix("the script already sets up torch.distributed")
     scope = site.scope
-    wrap, block = find_wrap(site.node, scope, tree, facts)
+    wrap, block = find_wrap(site.node, scope, tree, facts, branches)
     check_devices(facts, tree)
     renamed = isinstance_references(wrap, references, tree)
     setup_before = setup_position(block, scope)

@@ -10,6 +10,7 @@ model, device_ids=...)`, out of the `if torch.cuda.device_count() > 1:` around i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import libcst as cst
 
@@ -17,7 +18,7 @@ from accel_lint.edits import code_for
 from accel_lint.facts import FileFacts, int_value, string_value
 from accel_lint.layout import fits, split_call
 from accel_lint.names import BindingKind, Scope, dotted_name, resolves_to
-from accel_lint.rules.data_parallel.plan import Plan
+from accel_lint.rules.data_parallel.plan import Plan, merge
 from accel_lint.rules.data_parallel.shape import (
     NoFix,
     Reference,
@@ -37,9 +38,49 @@ _MOVES = frozenset({"to", "cuda"})
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 
 
-def find_wrap(call: cst.Call, scope: Scope, tree: Tree, facts: FileFacts) -> tuple[Wrap, Block]:
+def find_wrap(
+    call: cst.Call,
+    scope: Scope,
+    tree: Tree,
+    facts: FileFacts,
+    branches: Sequence[cst.Call] = (),
+) -> tuple[Wrap, Block]:
     """The wrap around `call`, and the anchor block: the body of the function (or
-    the module, or its `if __name__ == "__main__":` block) that wraps the model."""
+    the module, or its `if __name__ == "__main__":` block) that wraps the model.
+    `branches` are the other calls wrapping the same model in the other branches of
+    one `if` (`exclusive_wraps`): the anchor is found from that `if`, and each wrap
+    stays in its branch."""
+    statement, target, chained = _assigned_wrap(call, tree)
+    module_arg, devices, count = _arguments(call, scope)
+    # a move counts when it runs before the wrap on every path: before the `if` whose
+    # branches wrap, not in a sibling branch
+    moved_before: cst.BaseStatement = statement
+    if branches:
+        owner = _branching_if(call, branches, tree)
+        block, guards = _anchor_block(owner, tree)
+        if guards:
+            raise NoFix("the `if` whose branches wrap the model sits inside another `if`")
+        others = tuple(_branch_wrap(other, owner, scope, tree, facts) for other in branches)
+        moved_before = owner
+    else:
+        block, guards = _anchor_block(statement, tree)
+        others = ()
+    if count is not None:
+        _count_only_picks_devices(count, tree, call, guards)
+    before = _placement(statement, guards, target, module_arg.value, scope, facts, tree)
+    moved = _chain_moves(chained, call) or _moved_first(
+        module_arg.value, moved_before, scope, tree, facts
+    )
+    wrap = Wrap(
+        call, statement, target, guards, before, chained, module_arg, devices, moved, others
+    )
+    _model_built_here(wrap, scope)
+    return wrap, block
+
+
+def _assigned_wrap(
+    call: cst.Call, tree: Tree
+) -> tuple[cst.SimpleStatementLine, str, cst.Call | None]:
     statement = tree.statement(call)
     chained = _chain_end(call, tree)
     if not (
@@ -51,18 +92,69 @@ def find_wrap(call: cst.Call, scope: Scope, tree: Tree, facts: FileFacts) -> tup
         and statement.body[0].value is (chained or call)
     ):
         raise NoFix("the wrapped model is not assigned to a name (`model = DataParallel(model)`)")
-    target = statement.body[0].targets[0].target.value
-    module_arg, devices, count = _arguments(call, scope)
-    block, guards = _anchor_block(statement, tree)
+    return statement, statement.body[0].targets[0].target.value, chained
+
+
+def exclusive_wraps(calls: Sequence[cst.Call], tree: Tree) -> bool:
+    """The calls wrap the same model (`model = DataParallel(model)`), each directly in
+    another branch of one `if`/`elif`/`else` chain: every path wraps it once."""
+    try:
+        first, *rest = calls
+        _branching_if(first, rest, tree)
+        spelled = {_wrap_spelling(call, tree) for call in calls}
+    except NoFix:
+        return False
+    return len(spelled) == 1
+
+
+def _wrap_spelling(call: cst.Call, tree: Tree) -> str:
+    _, target, _ = _assigned_wrap(call, tree)
+    module = call.args[0].value if call.args and call.args[0].keyword is None else None
+    if module is None:
+        raise NoFix("DataParallel is called without a positional module")
+    return f"{target} = {code_for(module)}"
+
+
+def _branching_if(call: cst.Call, others: Sequence[cst.Call], tree: Tree) -> cst.If:
+    """The first `if` of the chain whose branches each hold one of the wraps, directly
+    in their block."""
+    chains: list[list[cst.CSTNode]] = []
+    for member in (call, *others):
+        statement = tree.statement(member)
+        block = tree.block(statement) if isinstance(statement, cst.BaseStatement) else None
+        branch = tree.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(branch, (cst.If, cst.Else)):
+            raise NoFix("the wraps are not in the branches of one `if`")
+        chains.append([branch, *_elif_chain(branch, tree)])
+    heads = {id(chain[-1]) for chain in chains}
+    owners = {id(chain[0]) for chain in chains}
+    if len(heads) != 1 or len(owners) != len(chains):
+        raise NoFix("the wraps are not in the branches of one `if`")
+    head = chains[0][-1]
+    assert isinstance(head, cst.If)
+    return head
+
+
+def _elif_chain(branch: cst.CSTNode, tree: Tree) -> list[cst.CSTNode]:
+    """The `if`s above a branch in its `if`/`elif` chain, innermost first."""
+    out: list[cst.CSTNode] = []
+    current = branch
+    while True:
+        parent = tree.parent(current)
+        if isinstance(parent, cst.If) and parent.orelse is current:
+            out.append(parent)
+            current = parent
+        else:
+            return out
+
+
+def _branch_wrap(call: cst.Call, owner: cst.If, scope: Scope, tree: Tree, facts: FileFacts) -> Wrap:
+    statement, target, chained = _assigned_wrap(call, tree)
+    own_arg, devices, count = _arguments(call, scope)
     if count is not None:
-        _count_only_picks_devices(count, tree, call, guards)
-    before = _placement(statement, guards, target, module_arg.value, scope, facts, tree)
-    moved = _chain_moves(chained, call) or _moved_first(
-        module_arg.value, statement, scope, tree, facts
-    )
-    wrap = Wrap(call, statement, target, guards, before, chained, module_arg, devices, moved)
-    _model_built_here(wrap, scope)
-    return wrap, block
+        raise NoFix("the branches pick their devices with a count the migration cannot follow")
+    moved = _chain_moves(chained, call) or _moved_first(own_arg.value, owner, scope, tree, facts)
+    return Wrap(call, statement, target, (), False, chained, own_arg, devices, moved)
 
 
 def _chain_end(call: cst.Call, tree: Tree) -> cst.Call | None:
@@ -111,7 +203,7 @@ def _rechain(chained: cst.Call, call: cst.Call, model: cst.BaseExpression) -> cs
 
 def _moved_first(
     model: cst.BaseExpression,
-    statement: cst.SimpleStatementLine,
+    statement: cst.BaseStatement,
     scope: Scope,
     tree: Tree,
     facts: FileFacts,
@@ -243,9 +335,7 @@ def _count_only_picks_devices(
             )
 
 
-def _anchor_block(
-    statement: cst.SimpleStatementLine, tree: Tree
-) -> tuple[Block, tuple[cst.If, ...]]:
+def _anchor_block(statement: cst.BaseStatement, tree: Tree) -> tuple[Block, tuple[cst.If, ...]]:
     """The anchor block, and the `if`s around the wrap (innermost first) that the
     wrap leaves, since every process must wrap."""
     guards: list[cst.If] = []
@@ -369,8 +459,9 @@ def isinstance_references(
     """`isinstance(m, DataParallel)` operands (they become DistributedDataParallel);
     any other use of DataParallel is beyond the migration."""
     found: list[cst.BaseExpression] = []
+    wrapping = {wrap.call.func, *(other.call.func for other in wrap.others)}
     for ref in references:
-        if ref.node is wrap.call.func:
+        if ref.node in wrapping:
             continue
         if not _isinstance_operand(ref, tree):
             raise NoFix(f"DataParallel is also used elsewhere (`{line_of(ref.node, tree)}`)")
@@ -442,7 +533,8 @@ def wrap_in_ddp(shape: Shape) -> Plan:
         _leave_guards(wrap, wrap.statement.with_changes(body=new_body), plan)
     for reference in shape.references:
         plan.rewrite(reference, lambda _: expression(names.ddp))
-    return plan
+    others = [wrap_in_ddp(replace(shape, wrap=other, references=())) for other in wrap.others]
+    return merge([plan, *others]) if others else plan
 
 
 def _leave_guards(wrap: Wrap, new_line: cst.SimpleStatementLine, plan: Plan) -> None:

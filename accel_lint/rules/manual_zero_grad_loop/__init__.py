@@ -17,6 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.edits import code_for
+from accel_lint.facts.grads import beside_none_branch
 from accel_lint.facts.torch_objects import Kind, TorchObjects
 from accel_lint.names import Scope
 from accel_lint.rule import Cause, Equivalence, Fix, FixSafety, Rule, Verification
@@ -59,6 +60,8 @@ class ManualZeroGradLoop(Rule):
                 continue
             if defines_zero_grad(function, loop.owner):
                 continue  # the class's own zero_grad: calling it there would recurse
+            if beside_none_branch(self.facts, self.facts.loop_sites[node].guards):
+                continue  # `if ...: p.grad = None else: <this loop>` keeps tensors on purpose
             self._check(loop, scope)
 
     def _check(self, loop: Loop, scope: Scope) -> None:

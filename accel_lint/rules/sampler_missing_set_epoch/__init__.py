@@ -24,12 +24,14 @@ from accel_lint.rules.sampler_missing_set_epoch.record import (
     Assigned,
     Branch,
     Iterated,
+    IteratedItem,
     Loop,
     LoopInfo,
     Passed,
     Receiver,
     Record,
     Returned,
+    ReturnedItem,
     is_self_attribute,
 )
 from accel_lint.rules.sampler_missing_set_epoch.script import Script
@@ -92,6 +94,11 @@ class SamplerMissingSetEpoch(Rule):
         function = self.facts.function
         if node.value is not None and function is not None:
             self._record.contexts[id(node.value)] = Returned(function)
+            if isinstance(node.value, cst.Tuple):  # `return loader, valset, collate_fn`
+                for index, element in enumerate(node.value.elements):
+                    if isinstance(element, cst.StarredElement):
+                        break
+                    self._record.contexts[id(element.value)] = ReturnedItem(function, index)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._record.contexts[id(node.body)] = Branch(node)
@@ -100,6 +107,10 @@ class SamplerMissingSetEpoch(Rule):
     def visit_For(self, node: cst.For) -> None:
         self._note_loop(node)
         self._record.contexts[id(node.iter)] = Iterated(node)
+        if isinstance(node.iter, (cst.Tuple, cst.List)):  # `for loader in (a, b):`
+            for element in node.iter.elements:
+                if not isinstance(element, cst.StarredElement):
+                    self._record.contexts[id(element.value)] = IteratedItem(node)
 
     def visit_While(self, node: cst.While) -> None:
         self._note_loop(node)
@@ -166,13 +177,7 @@ class SamplerMissingSetEpoch(Rule):
             "is never called on it, so each epoch repeats epoch 0's order"
         )
         if evaluation_only(script, flow, read):
-            # the order does not change an evaluation's result; a fixed one may be wanted
-            reason = (
-                "it only feeds evaluation, whose result does not depend on the order: pass "
-                "`shuffle=False`, or call `set_epoch()` each epoch if a new order is wanted"
-            )
-            self.report(flow.sampler, message, no_fix_reason=reason)
-            return
+            return  # an evaluation's result does not depend on the order
         fix, reason = set_epoch_fix(script, flow, epochs)
         if fix is None:
             self.report(flow.sampler, message, no_fix_reason=reason)

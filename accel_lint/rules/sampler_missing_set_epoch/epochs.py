@@ -13,9 +13,11 @@ import libcst as cst
 
 from accel_lint.facts.loops import Loops
 from accel_lint.facts.syntax import last_name
+from accel_lint.names import Scope, resolves_to
 from accel_lint.rules.sampler_missing_set_epoch.flow import LOADER, SAMPLER, Flow, Iteration
 from accel_lint.rules.sampler_missing_set_epoch.record import Loop, is_self_attribute
 from accel_lint.rules.sampler_missing_set_epoch.script import Script
+from accel_lint.torch_api import NO_GRAD
 
 # Variables and functions named for evaluation: `sampler_val`, `test_loader`, `evaluate`.
 _EVALUATION_NAME = re.compile(
@@ -28,21 +30,47 @@ _MAX_DEPTH = 3
 
 
 def evaluation_only(script: Script, flow: Flow, read: list[Iteration]) -> bool:
-    """The sampler and its loaders are named for evaluation (`sampler_val`,
-    `test_loader`) and no epoch reads them to train: no loop over them trains, and
-    no code they are handed to is named for training."""
+    """Every read of the loader only evaluates: a loop over it that runs no backward pass
+    or optimizer step (here or in the file's functions it calls), in code that says it
+    evaluates (the sampler or loader is named for evaluation, `sampler_val`,
+    `test_loader`; or the loop runs under `torch.no_grad()` / `inference_mode()`, or
+    in a function named for evaluation or decorated with one), or a call named for
+    evaluation that the rule cannot read (`evaluate(model, data_loader_val)`)."""
     names = [h.name for kind in (SAMPLER, LOADER) for h in flow.handles[kind]]
-    if not any(_EVALUATION_NAME.search(name) for name in names):
-        return False
+    named = any(_EVALUATION_NAME.search(name) for name in names)
     for iteration in read:
         if isinstance(iteration.place, cst.For):
             if _trains(script, iteration.place):
                 return False
+            if not (named or _evaluates(script, iteration.place, iteration.function)):
+                return False
         else:
             callee = last_name(iteration.place.func) or ""
-            if not _EVALUATION_NAME.search(callee) and callee not in _WRAPPERS:
+            if not _EVALUATION_NAME.search(callee) and not (named and callee in _WRAPPERS):
                 return False
-    return True
+    return bool(read)
+
+
+def _evaluates(script: Script, loop: Loop, function: cst.FunctionDef | None) -> bool:
+    """The loop runs without autograd, or in a function that says it evaluates."""
+    facts = script.facts
+    site = facts.loop_sites.get(loop)
+    if site is not None and any(
+        _no_grad(item.item, site.scope) for w in site.withs for item in w.items
+    ):
+        return True
+    if function is None:
+        return False
+    if _EVALUATION_NAME.search(function.name.value):
+        return True
+    scope = facts.scope_of.get(function)
+    outer = scope.parent if scope is not None else None
+    return outer is not None and any(_no_grad(d.decorator, outer) for d in function.decorators)
+
+
+def _no_grad(expr: cst.BaseExpression, scope: Scope) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, or the bare decorator."""
+    return resolves_to(expr.func if isinstance(expr, cst.Call) else expr, scope, NO_GRAD)
 
 
 def epoch_loops(script: Script, iteration: Iteration, flow: Flow) -> list[Loop]:

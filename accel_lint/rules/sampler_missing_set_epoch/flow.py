@@ -19,10 +19,12 @@ from accel_lint.rules.sampler_missing_set_epoch.record import (
     Assigned,
     Branch,
     Iterated,
+    IteratedItem,
     Loop,
     Passed,
     Receiver,
     Returned,
+    ReturnedItem,
     is_self_attribute,
 )
 from accel_lint.rules.sampler_missing_set_epoch.script import Handle, Script
@@ -122,6 +124,17 @@ def _next(
         yield from _passed(script, context, expr, kind, flow)
     elif isinstance(context, Returned) and kind != WRAPPED:
         yield from ((site.node, kind) for site in script.calls.calls_to(context.function))
+    elif isinstance(context, ReturnedItem) and kind != WRAPPED:
+        # `train_loader, valset, collate_fn = prepare_dataloaders(...)`
+        for site in script.calls.calls_to(context.function):
+            yield from _unpacked(script, site.node, context.index, kind, flow)
+    elif isinstance(context, IteratedItem) and kind != WRAPPED:
+        # `for loader in (a, b):` binds each of them to `loader` in turn
+        info = script.record.loops[context.loop]
+        handle = script.handle(context.loop.target, info.scope, None)
+        if handle is not None:
+            flow.handles[kind].add(handle)
+            yield from ((use, kind) for use in script.uses(handle))
     elif isinstance(context, Branch):
         yield context.ifexp, kind
     elif isinstance(context, Iterated) and kind in (LOADER, WRAPPED):
@@ -131,6 +144,25 @@ def _next(
         )
     elif isinstance(context, Receiver) and kind == LOADER:
         yield context.attribute, SAMPLER
+
+
+def _unpacked(
+    script: Script, call: cst.Call, index: int, kind: str, flow: Flow
+) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """The uses of the `index`-th name a call's result is unpacked into."""
+    context = script.record.contexts.get(id(call))
+    if not isinstance(context, Assigned) or not isinstance(context.node, cst.Assign):
+        return
+    for target in context.node.targets:
+        names = target.target
+        if not isinstance(names, (cst.Tuple, cst.List)) or index >= len(names.elements):
+            continue
+        if any(isinstance(e, cst.StarredElement) for e in names.elements):
+            continue
+        handle = script.handle(names.elements[index].value, context.scope, context.class_def)
+        if handle is not None:
+            flow.handles[kind].add(handle)
+            yield from ((use, kind) for use in script.uses(handle))
 
 
 def _passed(

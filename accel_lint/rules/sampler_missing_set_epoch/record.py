@@ -36,6 +36,21 @@ class Returned:
 
 
 @dataclass(frozen=True)
+class ReturnedItem:
+    """The `index`-th element of a tuple the function returns (`return loader, valset`)."""
+
+    function: cst.FunctionDef
+    index: int
+
+
+@dataclass(frozen=True)
+class IteratedItem:
+    """An element of a tuple or list display a `for` iterates (`for loader in (a, b):`)."""
+
+    loop: cst.For
+
+
+@dataclass(frozen=True)
 class Branch:
     ifexp: cst.IfExp
 
@@ -50,7 +65,7 @@ class Receiver:
     attribute: cst.Attribute
 
 
-Context = Union[Assigned, Passed, Returned, Branch, Iterated, Receiver]
+Context = Union[Assigned, Passed, Returned, ReturnedItem, Branch, Iterated, IteratedItem, Receiver]
 
 
 Loop = Union[cst.For, cst.While]

@@ -9,31 +9,54 @@ from __future__ import annotations
 
 import libcst as cst
 
-from accel_lint.facts.syntax import argument_for
+from accel_lint.facts.syntax import argument_for, returns
 from accel_lint.names import Scope
 from accel_lint.rules.sampler_missing_set_epoch.flow import LOADER, SAMPLER, Flow
-from accel_lint.rules.sampler_missing_set_epoch.record import LoopInfo
+from accel_lint.rules.sampler_missing_set_epoch.record import Assigned, LoopInfo
 from accel_lint.rules.sampler_missing_set_epoch.script import Handle, Script
 
+# How a spelled sampler must be checked before `set_epoch()`: not at all, `is not None`,
+# or `isinstance(..., DistributedSampler)` (it holds another sampler on some runs).
+SURE, MAYBE_NONE, MAYBE_OTHER = "sure", "maybe-none", "maybe-other"
 
-def sampler_at(script: Script, flow: Flow, loop: LoopInfo) -> tuple[str, bool] | None:
-    """How the epoch loop can spell the sampler, and whether it may be None there."""
+
+def sampler_at(script: Script, flow: Flow, loop: LoopInfo) -> tuple[str, str] | None:
+    """How the epoch loop can spell the sampler, and how sure it is to be this one:
+    `SURE`, `MAYBE_NONE` (this sampler or None) or `MAYBE_OTHER` (this sampler on
+    some runs, another sampler or None on others)."""
     guarded: str | None = None
     for handle in sorted(flow.handles[SAMPLER], key=lambda h: h.name):
         values = _bound_values(script, handle, loop)
         if not values:
             continue
         if all(_surely(v, flow.values[SAMPLER]) for v in values):
-            return handle.source(), False
+            return handle.source(), SURE
         if guarded is None and all(_or_none(v, flow.values[SAMPLER]) for v in values):
             guarded = handle.source()
-    # `loader.sampler` is this sampler only if every loader got it unconditionally
-    if flow.loaders and all(_certain(script, expr, scope, flow) for _, expr, scope in flow.loaders):
-        for handle in sorted(flow.handles[LOADER], key=lambda h: h.name):
-            values = _bound_values(script, handle, loop)
-            if values and all(_surely(v, flow.values[LOADER]) for v in values):
-                return f"{handle.source()}.sampler", False
-    return (guarded, True) if guarded is not None else None
+    # `loader.sampler` is this sampler if every loader got it unconditionally; otherwise
+    # it is this sampler on some runs (the DataLoader makes its own when given None)
+    loader = _loader_at(script, flow, loop)
+    certain = bool(flow.loaders) and all(
+        _certain(script, expr, scope, flow) for _, expr, scope in flow.loaders
+    )
+    if loader is not None and certain:
+        return f"{loader}.sampler", SURE
+    if guarded is not None:
+        return guarded, MAYBE_NONE
+    shared = shared_variable(script, flow, loop)
+    if shared is not None:
+        return shared, MAYBE_OTHER
+    return (f"{loader}.sampler", MAYBE_OTHER) if loader is not None else None
+
+
+def _loader_at(script: Script, flow: Flow, loop: LoopInfo) -> str | None:
+    if not flow.loaders:
+        return None
+    for handle in sorted(flow.handles[LOADER], key=lambda h: h.name):
+        values = _bound_values(script, handle, loop)
+        if values and all(_surely(v, flow.values[LOADER]) for v in values):
+            return handle.source()
+    return None
 
 
 def shared_variable(script: Script, flow: Flow, loop: LoopInfo) -> str | None:
@@ -78,12 +101,47 @@ def _bound_values(
                 return None
             values.extend(passed)
             continue
+        if binding.value is None and isinstance(binding.node, cst.Assign):
+            unpacked = _unpacked_values(script, binding.node, handle.name)
+            if unpacked is None:
+                return None
+            if same_scope and script.record.order.get(binding.node, -1) > loop.order:
+                return None
+            values.extend(unpacked)
+            continue
         if binding.value is None or binding.node is None:
             return None
         if same_scope and script.record.order.get(binding.node, -1) > loop.order:
             return None  # set inside the loop: the first epoch would not see it
         values.append(binding.value)
     return values
+
+
+def _unpacked_values(
+    script: Script, node: cst.Assign, name: str
+) -> list[cst.BaseExpression] | None:
+    """`a, b = helper(...)`: what every `return x, y` of the file's `helper` gives `name`."""
+    if len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+        return None
+    target = node.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    names = [e.value for e in target.elements]
+    index = next(
+        (i for i, n in enumerate(names) if isinstance(n, cst.Name) and n.value == name), None
+    )
+    context = script.record.contexts.get(id(node.value))
+    if index is None or not isinstance(context, Assigned):
+        return None
+    callee = script.local_callee(node.value, context.scope)
+    if callee is None or callee[1] != 0:
+        return None
+    out: list[cst.BaseExpression] = []
+    for value in returns(callee[0]):
+        if not isinstance(value, cst.Tuple) or len(value.elements) != len(names):
+            return None
+        out.append(value.elements[index].value)
+    return out or None
 
 
 def _arguments_for(
