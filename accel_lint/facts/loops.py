@@ -403,6 +403,8 @@ def _blocks_of(node: cst.CSTNode) -> list[cst.CSTNode]:
 def _conditions(guards: tuple[Guard, ...], ignoring: Callable[[Guard], bool] | None) -> bool:
     """Are some of these guards real conditions (not ignored)?"""
     return any(ignoring is None or not ignoring(guard) for guard in guards)
+
+
 def _one_path_each(paths: list[tuple[Guard, ...]]) -> bool:
     """The guard sequences split every run into exactly one each: `[]` alone, or the
     same test first in every sequence, its true and false sides both split again."""

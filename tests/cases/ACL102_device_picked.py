@@ -34,7 +34,7 @@ def main():
     tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
     train_set = datasets.MNIST("data", train=True, download=True, transform=tf)
     test_set = datasets.MNIST("data", train=False, transform=tf)
-    train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=2)  # ACL102
+    train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=2)  # ACL102 ACL104
     test_loader = DataLoader(test_set, batch_size=1000, num_workers=2, pin_memory=False)  # ACL102
     extra_loader = DataLoader(test_set, batch_size=10, num_workers=2, pin_memory=PIN_MEMORY)  # ACL102
 

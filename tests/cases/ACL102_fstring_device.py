@@ -12,7 +12,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 class TokenWindows(Dataset):
     def __init__(self, path, block_size):
-        self.tokens = torch.load(path)
+        self.tokens = torch.load(path)  # ACL412
         self.block_size = block_size
 
     def __len__(self):
@@ -30,7 +30,7 @@ def main():
     torch.cuda.set_device(device)
     dataset = TokenWindows("data/train.pt", 256)
     sampler = DistributedSampler(dataset)
-    loader = DataLoader(dataset, batch_size=16, sampler=sampler, num_workers=4)  # ACL102
+    loader = DataLoader(dataset, batch_size=16, sampler=sampler, num_workers=4)  # ACL102 ACL104
     model = DDP(nn.Embedding(50257, 64).to(device), device_ids=[local_rank])
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)  # ACL309
     for epoch in range(2):

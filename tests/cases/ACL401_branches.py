@@ -23,7 +23,7 @@ def evaluate(model, loader, device):
     correct = 0
     with torch.no_grad():
         for x, y in loader:
-            correct += (model(x.to(device)).argmax(1) == y.to(device)).sum().item()
+            correct += (model(x.to(device)).argmax(1) == y.to(device)).sum().item()  # ACL103
     return correct / len(loader.dataset)
 
 
@@ -56,13 +56,13 @@ def main():
         epoch += 1
         model.train()
         for x, y in train_loader:
-            loss = criterion(model(x.to(device)), y.to(device))
+            loss = criterion(model(x.to(device)), y.to(device))  # ACL103
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
         print(f"epoch {epoch} loss {loss.item():.4f} acc {evaluate(model, val_loader, device):.3f}")
     os.makedirs(args.out, exist_ok=True)
-    torch.save(model.state_dict(), os.path.join(args.out, "model.pt"))
+    torch.save(model.state_dict(), os.path.join(args.out, "model.pt"))  # ACL411
 
 
 if __name__ == "__main__":

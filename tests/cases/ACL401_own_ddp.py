@@ -19,15 +19,15 @@ def train(args, model, dataset, device):
         sampler = RandomSampler(dataset)
     else:
         sampler = DistributedSampler(dataset)
-    loader = DataLoader(dataset, sampler=sampler, batch_size=args.train_batch_size, num_workers=2, pin_memory=True)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=args.train_batch_size, num_workers=2, pin_memory=True)  # ACL104
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)  # ACL309
     model.train()
     for epoch in range(args.num_train_epochs):
         if args.local_rank != -1:
             sampler.set_epoch(epoch)
         for step, (features, labels) in enumerate(loader):
-            logits = model(features.to(device))
-            loss = nn.functional.cross_entropy(logits, labels.to(device))
+            logits = model(features.to(device))  # ACL103
+            loss = nn.functional.cross_entropy(logits, labels.to(device))  # ACL103
             if args.n_gpu > 1:
                 loss = loss.mean()  # mean() to average on multi-gpu
             loss.backward()
@@ -43,7 +43,7 @@ def main():
     parser.add_argument("--train_batch_size", default=16, type=int)
     parser.add_argument("--learning_rate", default=1e-3, type=float)
     parser.add_argument("--num_train_epochs", default=2, type=int)
-    parser.add_argument("--local_rank", type=int, default=-1, help="local_rank for distributed training")
+    parser.add_argument("--local_rank", type=int, default=-1, help="local_rank for distributed training")  # ACL406
     args = parser.parse_args()
 
     if args.local_rank == -1:

@@ -26,11 +26,11 @@ def accuracy(model, loader):
 def main(args, model, optimizer, train_set, holdout_set, probe_set, val_set):
     dist.init_process_group("nccl")
     train_sampler = DistributedSampler(train_set)  # ACL404
-    train_loader = DataLoader(train_set, sampler=train_sampler, batch_size=64, num_workers=8)
-    holdout = DataLoader(holdout_set, sampler=DistributedSampler(holdout_set), batch_size=64, num_workers=8)
-    probe = DataLoader(probe_set, sampler=DistributedSampler(probe_set), batch_size=64, num_workers=8)
+    train_loader = DataLoader(train_set, sampler=train_sampler, batch_size=64, num_workers=8)  # ACL104
+    holdout = DataLoader(holdout_set, sampler=DistributedSampler(holdout_set), batch_size=64, num_workers=8)  # ACL104
+    probe = DataLoader(probe_set, sampler=DistributedSampler(probe_set), batch_size=64, num_workers=8)  # ACL104
     sampler_val = DistributedSampler(val_set, shuffle=True)
-    data_loader_val = DataLoader(val_set, sampler=sampler_val, batch_size=64, num_workers=8)
+    data_loader_val = DataLoader(val_set, sampler=sampler_val, batch_size=64, num_workers=8)  # ACL104
     for epoch in range(args.epochs):
         train_one_epoch(model, train_loader, optimizer, epoch)
         evaluate(data_loader_val, model)

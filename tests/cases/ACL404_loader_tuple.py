@@ -10,8 +10,8 @@ def train(model, optimizer, source_set, target_set, epochs):
     dist.init_process_group("nccl")
     source_sampler = DistributedSampler(source_set)  # ACL404
     target_sampler = DistributedSampler(target_set)  # ACL404
-    source_loader = DataLoader(source_set, sampler=source_sampler, batch_size=32, num_workers=4)
-    target_loader = DataLoader(target_set, sampler=target_sampler, batch_size=32, num_workers=4)
+    source_loader = DataLoader(source_set, sampler=source_sampler, batch_size=32, num_workers=4)  # ACL104
+    target_loader = DataLoader(target_set, sampler=target_sampler, batch_size=32, num_workers=4)  # ACL104
     for epoch in range(epochs):
         for loader in (source_loader, target_loader):
             for images, labels in loader:

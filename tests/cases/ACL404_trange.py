@@ -25,7 +25,7 @@ def train(args, train_dataset, model, optimizer, scheduler):
             if args.gradient_accumulation_steps > 1:
                 loss = loss / args.gradient_accumulation_steps
             loss.backward()
-            tr_loss += loss.item()
+            tr_loss += loss.item()  # ACL308
             if (step + 1) % args.gradient_accumulation_steps == 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
                 optimizer.step()

@@ -16,7 +16,7 @@ class MelDataset(Dataset):
         return len(self.files)
 
     def __getitem__(self, index):
-        return torch.load(self.files[index])
+        return torch.load(self.files[index])  # ACL412
 
 
 def collate(batch):
@@ -32,7 +32,7 @@ def prepare_dataloaders(hparams):
     else:
         train_sampler = None
         shuffle = True
-    train_loader = DataLoader(
+    train_loader = DataLoader(  # ACL104
         trainset,
         num_workers=1,
         shuffle=shuffle,

@@ -37,7 +37,7 @@ def train_data_parallel(loader, accum):
     model = torch.nn.DataParallel(torch.nn.Linear(8, 2).cuda())  # ACL401
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for i, x in enumerate(loader):
-        model(x).sum().backward()
+        model(x).sum().backward()  # ACL310
         if (i + 1) % accum == 0:
             opt.step()
             opt.zero_grad()

@@ -31,7 +31,7 @@ def train_counted(args, model, loader, optimizer):
     seen = 0
     for batch in loader:
         loss = model(batch).mean()
-        loss.backward()  # ACL409
+        loss.backward()  # ACL409 ACL310
         seen += 1
         if seen % args.accum == 0:
             optimizer.step()
@@ -41,7 +41,7 @@ def train_counted(args, model, loader, optimizer):
 def train_helper(args, model, loader, optimizer):
     model = DDP(model, device_ids=[args.local_rank])
     for i, batch in enumerate(loader):
-        compute_loss(model, batch).backward()  # ACL409
+        compute_loss(model, batch).backward()  # ACL409 ACL310
         if (i + 1) % args.accum == 0:
             optimizer.step()
             optimizer.zero_grad()
@@ -50,7 +50,7 @@ def train_helper(args, model, loader, optimizer):
 def train_leftover(args, model, loader, optimizer):
     model = DDP(model, device_ids=[args.local_rank])
     for i, batch in enumerate(loader):
-        model(batch).mean().backward()  # ACL409
+        model(batch).mean().backward()  # ACL409 ACL310
         if (i + 1) % args.accum == 0:
             optimizer.step()
             optimizer.zero_grad()
