@@ -95,6 +95,14 @@ def _worker_task(path: str) -> tuple[FileReport, str | None]:
     return _lint_hashed(path, settings, with_edits)
 
 
+def _lint_crashed(path: str, how: str) -> tuple[FileReport, str | None]:
+    return FileReport(path, internal_error=f"{how} while it checked this file"), None
+
+
+def _fix_crashed(path: str, how: str) -> FixReport:
+    return FixReport(path, internal_error=f"{how} while it fixed this file")
+
+
 def _workers(jobs: int | None) -> int:
     return available_cpus() if jobs is None else max(1, jobs)
 
@@ -142,6 +150,7 @@ def lint_paths(
             jobs=workers,
             initializer=_init_worker,
             initargs=(settings, with_edits),
+            on_crash=_lint_crashed,
         )
     else:
         outcomes = [_lint_hashed(path, settings, with_edits) for path in paths]
@@ -249,6 +258,7 @@ def fix_paths(
             jobs=workers,
             initializer=_init_worker,
             initargs=(settings,),
+            on_crash=_fix_crashed,
         )
     else:
         fixed = [_fix_file(p, settings) for p in paths]
