@@ -15,6 +15,7 @@ from pathlib import Path
 from accel_lint.config import Settings
 from accel_lint.engine import Analysis, analyze, safety_allowed
 from accel_lint.layout import reflow
+from accel_lint.parse import analysis_conditions, too_deep_to_analyse
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Equivalence, Finding, Rule
 from accel_lint.source import Source
@@ -83,6 +84,26 @@ def fix_source(
 ) -> FixOutcome:
     """Fix until nothing fixable is left. The source is never partly fixed: on a bug
     (no convergence, unparsable result) the original text is returned with `error`."""
+    with analysis_conditions():
+        try:
+            return _fix_loop(path, source, settings, rules, unsafe=unsafe)
+        except RecursionError:
+            # nesting the parse's depth check cannot see (thousands of concatenated
+            # strings): the file stays as it is, reported like one too deep to parse
+            error = too_deep_to_analyse(path)
+            return FixOutcome(
+                path, source, source.text, [], Analysis(path, source, None, error=error)
+            )
+
+
+def _fix_loop(
+    path: str,
+    source: Source,
+    settings: Settings,
+    rules: Sequence[type[Rule]],
+    *,
+    unsafe: bool,
+) -> FixOutcome:
     text = source.text
     applied: list[AppliedFix] = []
     for _ in range(MAX_ITERATIONS):

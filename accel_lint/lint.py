@@ -36,6 +36,7 @@ class FileReport:
     path: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
     internal_error: str | None = None  # a bug of ours (exit 2), with the traceback
+    note: str | None = None  # a warning about how the file was checked (never cached)
 
 
 def lint_bytes(
@@ -55,9 +56,16 @@ def lint_bytes(
             return FileReport(path)  # no rule can match and CPython accepts it: no libcst
         # libcst and the rules load only for files a rule may match (or CPython rejects)
         from accel_lint.engine import analyze, diagnostics, rules_for
+        from accel_lint.parse import analysis_conditions
 
-        analysis = analyze(path, source, settings, rules_for(settings.codes_for(path), data))
-        return FileReport(path, diagnostics(analysis, with_edits=with_edits))
+        with analysis_conditions():
+            analysis = analyze(path, source, settings, rules_for(settings.codes_for(path), data))
+            found = diagnostics(analysis, with_edits=with_edits)
+        return FileReport(path, found, note=analysis.note)
+    except RecursionError:
+        from accel_lint.parse import too_deep_to_analyse
+
+        return FileReport(path, [too_deep_to_analyse(path)])
     except Exception:  # a rule's bug must not take the whole run down
         return FileReport(path, internal_error=traceback.format_exc())
 
@@ -158,7 +166,12 @@ def lint_paths(
     for index, (report, digest) in zip(todo, outcomes):
         reports[index] = report
         # a bug of ours is reported again on every run, never remembered
-        if cache is not None and digest is not None and report.internal_error is None:
+        if (
+            cache is not None
+            and digest is not None
+            and report.internal_error is None
+            and report.note is None
+        ):
             path = files[index]
             cache.put(
                 path, digest, settings.codes_for(path), report.diagnostics, with_edits=with_edits
@@ -185,6 +198,7 @@ class FixReport:
     remaining: list[Diagnostic] = field(default_factory=list)
     error: str | None = None  # the fixer gave up (no convergence, unparsable result)
     internal_error: str | None = None  # a bug of ours, with the traceback
+    note: str | None = None  # a warning about how the file was checked
 
 
 def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
@@ -199,11 +213,19 @@ def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
     try:
         from accel_lint.engine import diagnostics, rules_for
         from accel_lint.fixer import fix_source
+        from accel_lint.parse import analysis_conditions
 
         rules = rules_for(settings.codes_for(path), data)
-        outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
-        if outcome.remaining is not None:
-            report.remaining = diagnostics(outcome.remaining)
+        with analysis_conditions():
+            outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
+            if outcome.remaining is not None:
+                report.remaining = diagnostics(outcome.remaining)
+                report.note = outcome.remaining.note
+    except RecursionError:
+        from accel_lint.parse import too_deep_to_analyse
+
+        report.remaining = [too_deep_to_analyse(path)]
+        return report
     except Exception:
         report.internal_error = traceback.format_exc()
         return report
@@ -240,7 +262,7 @@ def fix_paths(
     """Reports in input order; nothing is written. A file whose (cached) findings
     offer no applicable fix is not analysed again: its findings are what remains."""
     reports = [
-        FixReport(r.path, remaining=r.diagnostics, internal_error=r.internal_error)
+        FixReport(r.path, remaining=r.diagnostics, internal_error=r.internal_error, note=r.note)
         for r in lint_paths(files, settings, use_cache=use_cache, jobs=jobs)
     ]
     todo = [

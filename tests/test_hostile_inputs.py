@@ -79,3 +79,140 @@ def test_the_size_cap_is_checked_before_reading(tmp_path: Path) -> None:
         fh.truncate(files.MAX_BYTES + 1)  # sparse: reading it would cost memory, fstat does not
     with pytest.raises(files.ReadError, match="too large"):
         files.read_bytes(str(big))
+
+
+# -- nesting that crashes or stalls libcst's parser ---------------------------------
+
+HEADER = "from torch.utils.data import DataLoader\n"  # a trigger word: libcst parses the file
+
+
+def _sum(terms: int) -> str:
+    return HEADER + "x = " + " + ".join(["a"] * terms) + "\n"
+
+
+def _deep_tree(tmp_path: Path) -> list[str]:
+    """Files that killed the run (a segfault in libcst's native parser) or took
+    minutes, among ordinary ones; enough files for the parallel path."""
+    (tmp_path / "brackets.py").write_text(HEADER + "x = " + "(" * 1500 + "1" + ")" * 1500 + "\n")
+    (tmp_path / "sum10k.py").write_text(_sum(10_000))
+    (tmp_path / "sum20k.py").write_text(_sum(20_000))
+    (tmp_path / "train.py").write_text(TRAIN)
+    for i in range(8):
+        (tmp_path / f"ok{i}.py").write_text(f"import torch\nx{i} = torch.zeros({i})\n")
+    return ["brackets.py", "sum10k.py", "sum20k.py"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_deeply_nested_file_is_acl000_and_the_others_are_reported(
+    tmp_path: Path, jobs: str
+) -> None:
+    deep = _deep_tree(tmp_path)
+    result = run(
+        "check", "--no-cache", "--output-format", "json", "--jobs", jobs, ".", cwd=tmp_path
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    found = findings(result)
+    for name in deep:
+        (message,) = [m for f, code, m in found if f == name and code == "ACL000"]
+        assert "too deeply nested" in message
+    assert any(name == "train.py" and code == "ACL101" for name, code, _ in found)
+
+
+def test_fix_goes_on_past_a_deeply_nested_file(tmp_path: Path) -> None:
+    deep = _deep_tree(tmp_path)
+    before = {name: (tmp_path / name).read_bytes() for name in deep}
+    result = run("fix", "--apply", "--no-cache", ".", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Fixed 1 finding in 1 file." in result.stderr
+    assert "pin_memory=True" in (tmp_path / "train.py").read_text()
+    assert {name: (tmp_path / name).read_bytes() for name in deep} == before
+    assert result.stderr.count("too deeply nested") == len(deep)
+
+
+def test_nesting_within_the_limit_is_analysed_past_python_s_recursion_limit(
+    tmp_path: Path,
+) -> None:
+    """A chain of a few hundred terms is valid code that CPython compiles: its
+    findings are reported and fixed (libcst walks such trees recursively)."""
+    from accel_lint.parse import DEPTH_LIMIT
+
+    chain = "total = " + " + ".join(["a"] * (DEPTH_LIMIT - 20)) + "\n"
+    (tmp_path / "long.py").write_text(TRAIN + chain)
+    result = run("check", "--no-cache", "--output-format", "json", "long.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert sorted(code for _, code, _ in findings(result)) == ["ACL101", "ACL102"]
+    result = run("fix", "--apply", "--no-cache", "long.py", cwd=tmp_path)
+    assert "pin_memory=True" in (tmp_path / "long.py").read_text()
+    assert "Traceback" not in result.stderr
+
+
+def test_nesting_over_the_limit_names_the_place(tmp_path: Path) -> None:
+    from accel_lint.parse import DEPTH_LIMIT
+
+    chain = "total = " + ".b".join(["a"] * (DEPTH_LIMIT + 10)) + "\n"
+    (tmp_path / "deep.py").write_text(TRAIN + chain)
+    result = run("check", "--no-cache", "--output-format", "concise", "deep.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "deep.py:8:9: ACL000 too deeply nested" in result.stdout
+    assert f"the limit is {DEPTH_LIMIT}" in result.stdout
+
+
+# -- CPython and libcst must both accept a file -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ('x = "\\N{NOT A REAL NAME}"\n', "unknown Unicode character name"),
+        ('x = b"\xc3\xa9"\n', "bytes can only contain ASCII literal characters"),
+        ("x = " + "(" * 500 + "1" + ")" * 500 + "\n", "too many nested parentheses"),
+        ('x = b"a" "b"\n', "cannot mix bytes and nonbytes literals"),
+    ],
+    ids=["unknown-name-escape", "non-ascii-bytes", "500-parentheses", "bytes-and-str"],
+)
+def test_what_cpython_rejects_is_acl000_and_never_fixed(
+    tmp_path: Path, code: str, message: str
+) -> None:
+    source = TRAIN + code
+    (tmp_path / "bad.py").write_text(source, encoding="utf-8")
+    result = run("check", "--no-cache", "--output-format", "json", "bad.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    ((_, code_, text),) = findings(result)
+    assert code_ == "ACL000" and message in text
+    assert "Traceback" not in result.stderr
+    result = run("fix", "--apply", "--unsafe-fixes", "--no-cache", "bad.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert (tmp_path / "bad.py").read_text(encoding="utf-8") == source
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="t-strings compile on 3.14")
+def test_a_libcst_logic_error_is_acl000_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text(TRAIN + 'x = t"a" t"b"\n')
+    result = run("check", "--no-cache", "--output-format", "json", "t.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert [code for _, code, _ in findings(result)] == ["ACL000"]
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+
+
+def test_valid_python_libcst_cannot_parse_is_acl000_at_the_statement(tmp_path: Path) -> None:
+    code = (
+        TRAIN
+        + "\n\nclass Ok:\n    pass\n\n\ndef build():\n    class T(a=1, *A, **k):\n        pass\n"
+    )
+    (tmp_path / "cls.py").write_text(code)
+    result = run("check", "--no-cache", "--output-format", "concise", "cls.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if "ACL000" in line]
+    assert line.startswith("cls.py:15:5: ACL000 ")
+    assert "libcst" in line and "CPython accepts" in line
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs syntax newer than this Python")
+def test_syntax_newer_than_the_running_python_is_checked_and_said(tmp_path: Path) -> None:
+    (tmp_path / "new.py").write_text(TRAIN + "type Batch = list[int]\n")
+    result = run("check", "--no-cache", "--output-format", "json", "new.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert sorted(code for _, code, _ in findings(result)) == ["ACL101", "ACL102"]
+    assert "new.py: uses syntax newer than Python" in result.stderr
+    assert "type alias statement" in result.stderr

@@ -17,6 +17,7 @@ from accel_lint.cli.common import (
     internal_error,
     jobs_option,
     selection_options,
+    warn,
 )
 from accel_lint.cli.fix import fix
 from accel_lint.diagnostic import Diagnostic
@@ -129,6 +130,9 @@ def check(
             unsafe_fixes=settings.unsafe_fixes,
             files_checked=files_checked,
         )
+    for report in reports:
+        if report.note is not None:
+            warn(report.path, report.note)
     for report in internal:
         internal_error(report.path, report.internal_error or "")
     if internal:

@@ -125,3 +125,7 @@ def internal_error(path: str, trace: str) -> None:
         f"please report it with the file.\n{trace}",
         err=True,
     )
+
+
+def warn(path: str, note: str) -> None:
+    click.echo(f"accel-lint: warning: {path}: {note}", err=True)

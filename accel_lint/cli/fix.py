@@ -16,6 +16,7 @@ from accel_lint.cli.common import (
     internal_error,
     jobs_option,
     selection_options,
+    warn,
 )
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic
@@ -64,6 +65,8 @@ def fix(
     remaining: list[Diagnostic] = []
     changed_files = fixed_count = bugs = 0
     for report in reports:
+        if report.note is not None:
+            warn(report.path, report.note)
         if report.internal_error is not None:
             internal_error(report.path, report.internal_error)
             bugs += 1
