@@ -1,16 +1,11 @@
 """Apply fixes: one transformer pass per iteration over the tree the rules saw,
 imports added once, re-parse and re-lint until nothing fixable is left (ruff's
-loop), then an atomic write that keeps encoding, BOM, line endings and mode."""
+loop). Writing the result back is `writeback.write_fixed`."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from accel_lint.config import Settings
 from accel_lint.engine import Analysis, analyze, safety_allowed
@@ -176,20 +171,3 @@ def _laid_out(
             "This is a bug in accel-lint: please report it.",
         )
     return FixOutcome(path, source, module.code, applied, final)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same directory and a rename; keep the mode."""
-    mode = stat.S_IMODE(path.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".accel-lint.tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

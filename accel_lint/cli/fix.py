@@ -21,8 +21,8 @@ from accel_lint.cli.common import (
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover
-from accel_lint.fixer import write_atomic
 from accel_lint.lint import FixReport, fix_bytes, fix_paths
+from accel_lint.writeback import WriteRefused, write_fixed
 
 
 @click.command()
@@ -82,16 +82,24 @@ def fix(
             continue
         if report.fixed is None:
             continue
-        changed_files += 1
-        fixed_count += report.applied
         if not apply_:
+            changed_files += 1
+            fixed_count += report.applied
             sys.stdout.write(report.diff)
             continue
+        # counted only once written: a file left as it was is not "fixed"
         try:
-            write_atomic(Path(report.path), report.fixed)
-        except OSError as exc:
-            click.echo(f"accel-lint: error: {report.path}: cannot write: {exc.strerror}", err=True)
+            write_fixed(report.path, report.original, report.fixed)
+        except WriteRefused as exc:
+            click.echo(f"accel-lint: error: {report.path}: cannot write: {exc}", err=True)
             bugs += 1
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            click.echo(f"accel-lint: error: {report.path}: cannot write: {reason}", err=True)
+            bugs += 1
+        else:
+            changed_files += 1
+            fixed_count += report.applied
     if not quiet:
         _fix_summary(apply_, fixed_count, changed_files, remaining, settings, shared.stdin)
     if bugs:
