@@ -90,6 +90,11 @@ MODULE_OR_OPTIMIZER_METHODS = frozenset(
     }
 )
 
+# `zero_grad(set_to_none=...)` exists from torch 1.7 (on both `Module` and
+# `Optimizer`), and its default became True in torch 2.0.
+SET_TO_NONE_SINCE = (1, 7)
+SET_TO_NONE_DEFAULT_SINCE = (2, 0)
+
 # -- parallelism ----------------------------------------------------------------------
 
 DATA_PARALLEL = frozenset(

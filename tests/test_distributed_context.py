@@ -8,7 +8,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from accel_lint.facts import CallSite, FactsCollector, FileFacts, ScopeCloser
+from accel_lint.facts import CallSite, FileFacts
+from accel_lint.facts.collector import FactsCollector, ScopeCloser
 from accel_lint.walk import walk
 from tests.support import lint_messages, settings_for
 

@@ -22,6 +22,7 @@ from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover
 from accel_lint.lint import FixReport, fix_bytes, fix_paths
+from accel_lint.report.text import render_concise
 from accel_lint.writeback import WriteRefused, write_fixed
 
 
@@ -139,8 +140,6 @@ def _fix_summary(
     else:
         err.write("No fixes available.\n" if not remaining else "")
     if remaining:
-        from accel_lint.report.text import render_concise
-
         if applied or not fixed:
             render_concise(remaining, err, unsafe_fixes=settings.unsafe_fixes, color=None)
         else:

@@ -26,7 +26,7 @@ from accel_lint.names import (
     spelling_for,
 )
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
-from accel_lint.rules.data_parallel import DATA_PARALLEL
+from accel_lint.torch_api import DATA_PARALLEL
 
 AUTOCAST = frozenset(
     {

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for
-from accel_lint.facts import DATALOADER, int_value
+from accel_lint.facts import int_value
+from accel_lint.facts.loader_args import passed
 from accel_lint.names import (
     Scope,
     assigned_value,
@@ -18,26 +19,10 @@ from accel_lint.names import (
     spelling_for,
 )
 from accel_lint.rule import Equivalence, Fix, FixSafety, Option, Rule, Verification
-from accel_lint.rules._dataloader import passed
+from accel_lint.torch_api import DATALOADER, RANDOM_FUNCTIONS
 
 # Calls that draw from a global random generator (torch, numpy, random).
 _RANDOM_PREFIXES = ("random.", "numpy.random.", "torchvision.transforms.Random")
-_TORCH_RANDOM = frozenset(
-    f"torch.{n}"
-    for n in (
-        "rand",
-        "randn",
-        "randint",
-        "randperm",
-        "rand_like",
-        "randn_like",
-        "randint_like",
-        "bernoulli",
-        "normal",
-        "multinomial",
-        "poisson",
-    )
-)
 
 
 def _positive_int(value: object) -> bool:
@@ -65,7 +50,7 @@ class DataloaderSyncLoading(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         self._calls.append((node, self.facts.scope))
         names = qualified_names(node.func, self.facts.scope)
-        if names and any(n.startswith(_RANDOM_PREFIXES) or n in _TORCH_RANDOM for n in names):
+        if names and any(n.startswith(_RANDOM_PREFIXES) or n in RANDOM_FUNCTIONS for n in names):
             fn, cls = self.facts.function, self.facts.class_def
             if fn is not None and cls is not None and fn.name.value == "__getitem__":
                 self._getitem_random[cls.name.value] = True

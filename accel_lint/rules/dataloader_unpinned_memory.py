@@ -6,10 +6,10 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.edits import add_keyword
-from accel_lint.facts import DATALOADER
+from accel_lint.facts.loader_args import passed
 from accel_lint.names import Scope, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
-from accel_lint.rules._dataloader import passed
+from accel_lint.torch_api import DATALOADER
 
 
 class DataloaderUnpinnedMemory(Rule):

@@ -8,37 +8,24 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from accel_lint.facts import DDP, INIT_PROCESS_GROUP, CallSite, Guard
+from accel_lint.facts import CallSite, Guard
+from accel_lint.facts.calls import CallGraph
+from accel_lint.facts.ranks import RankAnalysis, has_main_process_decorator
+from accel_lint.facts.syntax import argument_for, last_name, sub_expressions
 from accel_lint.names import BindingKind, Scope, qualified_names, resolves_to, spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Invariant, Rule, Verification
-from accel_lint.rules._distributed import (
+from accel_lint.torch_api import (
+    DDP,
     GET_RANK,
+    INIT_PROCESS_GROUP,
     IS_INITIALIZED,
-    AttributeAssignments,
-    CallIndex,
-    RankAnalysis,
-    argument_for,
-    has_main_process_decorator,
-    last_name,
-    sub_expressions,
+    PROCESS_LAUNCHERS,
+    TORCH_SAVE,
 )
 
-TORCH_SAVE = frozenset({"torch.save", "torch.serialization.save"})
-# Calls that run a function once per process: its body is every rank's code.
-_LAUNCHERS = frozenset(
-    {
-        "torch.multiprocessing.spawn",
-        "torch.multiprocessing.start_processes",
-        "torch.multiprocessing.Process",
-        "multiprocessing.Process",
-        "torch.distributed.elastic.multiprocessing.start_processes",
-        "torch.distributed.launcher.api.elastic_launch",
-        "torch.distributed.launcher.elastic_launch",
-        "fire.Fire",
-        "typer.run",
-        "jsonargparse.CLI",
-    }
-)
+# Calls that run a function once per process, or as the entry point of every process:
+# its body is every rank's code.
+_LAUNCHERS = PROCESS_LAUNCHERS | {"fire.Fire", "typer.run", "jsonargparse.CLI"}
 _MAX_CALL_DEPTH = 4
 
 
@@ -93,7 +80,6 @@ class SaveOnEveryRank(Rule):
         self._defs: dict[cst.FunctionDef, _Def] = {}
         self._with_of: dict[cst.WithItem, cst.With] = {}
         self._assigned: dict[cst.CSTNode, tuple[int, tuple[Guard, ...]]] = {}
-        self._attributes = AttributeAssignments()
         self._destroys: list[tuple[cst.Call, Scope, cst.FunctionDef | None, int]] = []
 
     # -- walk: collect -----------------------------------------------------------
@@ -148,12 +134,10 @@ class SaveOnEveryRank(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._note_binding(node)
-        self._attributes.note(node, self.facts)
         self._stores.update(id(target.target) for target in node.targets)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._note_binding(node)
-        self._attributes.note(node, self.facts)
         self._stores.add(id(node.target))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -209,8 +193,8 @@ class SaveOnEveryRank(Rule):
     def finish(self) -> None:
         if not self.facts.is_distributed:
             return
-        self._calls = CallIndex(self.facts)
-        self._ranks = RankAnalysis(self.facts, self._attributes, self._calls)
+        self._calls = CallGraph.of(self.facts)
+        self._ranks = RankAnalysis.of(self.facts)
         for save in self._saves:
             if not resolves_to(save.call.func, save.scope, TORCH_SAVE):
                 continue

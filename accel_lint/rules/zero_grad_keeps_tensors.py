@@ -8,11 +8,9 @@ import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
 from accel_lint.facts import CallSite
+from accel_lint.facts.torch_objects import Kind, TorchObjects
 from accel_lint.rule import Cause, Equivalence, Fix, FixSafety, Rule, Verification
-from accel_lint.rules.manual_zero_grad_loop import SET_TO_NONE_SINCE, Kind, TorchObjects
-
-# `set_to_none` became True by default in torch 2.0.
-DEFAULT_SINCE = (2, 0)
+from accel_lint.torch_api import SET_TO_NONE_DEFAULT_SINCE, SET_TO_NONE_SINCE
 
 
 def _with_set_to_none(call: cst.Call) -> cst.Call:
@@ -37,22 +35,11 @@ class ZeroGradKeepsTensors(Rule):
     summary = "zero_grad(set_to_none=False), or a plain zero_grad() on torch < 2.0"
     fix_safety = FixSafety.UNSAFE
     verification = Verification(
-        Equivalence.EXACT, causes=(Cause.PARAMS_WITHOUT_GRAD,), noop_since=DEFAULT_SINCE
+        Equivalence.EXACT, causes=(Cause.PARAMS_WITHOUT_GRAD,), noop_since=SET_TO_NONE_DEFAULT_SINCE
     )
 
-    def setup(self) -> None:
-        self.objects = TorchObjects(self.facts)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self.objects.record_assign(node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.objects.record_aug_assign(node)
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.objects.record_attribute(node)
-
     def finish(self) -> None:
+        self.objects = TorchObjects.of(self.facts)
         sites = self.facts.method_calls("zero_grad")
         if not sites or not self.objects.file_imports_torch():
             return
@@ -79,7 +66,7 @@ class ZeroGradKeepsTensors(Rule):
         receiver = code_for(call.func)
         replacements: dict[cst.CSTNode, cst.CSTNode]
         if arg is None:
-            if target is None or target >= DEFAULT_SINCE:
+            if target is None or target >= SET_TO_NONE_DEFAULT_SINCE:
                 return
             assert isinstance(call.func, cst.Attribute)
             receiver_expr = call.func.value

@@ -15,9 +15,10 @@ import libcst as cst
 from accel_lint.edits import code_for
 from accel_lint.facts import FileFacts, Guard
 from accel_lint.names import LOCAL, Scope, assigned_value, qualified_names
-from accel_lint.rules.conv_bias_before_norm.classes import CONV_CLASSES, ISINSTANCE, TYPE, resolves
+from accel_lint.rules.conv_bias_before_norm.classes import ISINSTANCE, TYPE, resolves
 from accel_lint.rules.conv_bias_before_norm.collected import Collected
 from accel_lint.rules.conv_bias_before_norm.syntax import is_none, is_self, string
+from accel_lint.torch_api import CONV_CLASSES
 
 
 def bias_read_blockers(

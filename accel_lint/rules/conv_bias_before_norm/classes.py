@@ -9,39 +9,22 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.names import Scope, qualified_names
+from accel_lint.torch_api import (
+    BATCH_NORM,
+    BATCH_NORM_CLASSES,
+    CONV_CLASSES,
+    INSTANCE_NORM,
+    INSTANCE_NORM_CLASSES,
+    SEQUENTIAL,
+)
 
-CONV_CLASSES = (
-    "Conv1d",
-    "Conv2d",
-    "Conv3d",
-    "ConvTranspose1d",
-    "ConvTranspose2d",
-    "ConvTranspose3d",
-)
-_NORM_CLASSES = {
-    "batchnorm": ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"),
-    "instancenorm": ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"),
-}
-CONV = frozenset(
-    f"{module}.{cls}"
-    for module in ("torch.nn", "torch.nn.modules", "torch.nn.modules.conv")
-    for cls in CONV_CLASSES
-)
-NORM = frozenset(
-    f"{module}.{cls}"
-    for file, classes in _NORM_CLASSES.items()
-    for module in ("torch.nn", "torch.nn.modules", f"torch.nn.modules.{file}")
-    for cls in classes
-)
-SEQUENTIAL = frozenset(
-    {"torch.nn.Sequential", "torch.nn.modules.Sequential", "torch.nn.modules.container.Sequential"}
-)
+NORM = BATCH_NORM | INSTANCE_NORM
 SEQUENTIAL_INIT = frozenset(f"{name}.__init__" for name in SEQUENTIAL)
 ORDERED_DICT = frozenset({"collections.OrderedDict", "typing.OrderedDict"})
 ISINSTANCE = frozenset({"builtins.isinstance"})
 # The last name a call of a conv, a norm, a Sequential or an OrderedDict spells.
 SPELLINGS = frozenset(
-    {*CONV_CLASSES, *(c for cs in _NORM_CLASSES.values() for c in cs)}
+    {*CONV_CLASSES, *BATCH_NORM_CLASSES, *INSTANCE_NORM_CLASSES}
     | {"Sequential", "OrderedDict", "__init__"}
 )
 TYPE = frozenset({"builtins.type"})

@@ -13,8 +13,9 @@ import libcst as cst
 
 from accel_lint.facts import Guard
 from accel_lint.names import LOCAL, Binding, Scope, qualified_names, single_binding
-from accel_lint.rules.conv_bias_before_norm.classes import CONV, NORM, SPELLINGS, short
+from accel_lint.rules.conv_bias_before_norm.classes import NORM, SPELLINGS, short
 from accel_lint.rules.conv_bias_before_norm.syntax import is_self, unwrap
+from accel_lint.torch_api import CONV
 
 
 @dataclass(eq=False)

@@ -14,7 +14,6 @@ from accel_lint.facts import FileFacts
 from accel_lint.names import LOCAL, Scope, qualified_names
 from accel_lint.rules.conv_bias_before_norm.classes import (
     ORDERED_DICT,
-    SEQUENTIAL,
     SEQUENTIAL_INIT,
     resolves,
 )
@@ -27,6 +26,7 @@ from accel_lint.rules.conv_bias_before_norm.layer_lists import (
     owner_key,
 )
 from accel_lint.rules.conv_bias_before_norm.syntax import Elements, flatten, string
+from accel_lint.torch_api import SEQUENTIAL
 
 
 def adjacent_pairs(seen: Collected, facts: FileFacts) -> Iterator[Pair]:

@@ -10,10 +10,7 @@ from typing import Union
 
 import libcst as cst
 
-# Methods that return the module they are called on.
-_RETURNS_SELF = frozenset(
-    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "requires_grad_"}
-)
+from accel_lint.torch_api import MODULE_RETURNS_SELF
 
 # A list of elements in order; None marks a gap whose content is unknown.
 Elements = list[Union[cst.BaseExpression, None]]
@@ -37,7 +34,7 @@ def unwrap(call: cst.Call) -> cst.Call:
     """`nn.Conv2d(...)` for `nn.Conv2d(...).to(device)`: these methods return the module."""
     while (
         isinstance(call.func, cst.Attribute)
-        and call.func.attr.value in _RETURNS_SELF
+        and call.func.attr.value in MODULE_RETURNS_SELF
         and isinstance(call.func.value, cst.Call)
     ):
         call = call.func.value

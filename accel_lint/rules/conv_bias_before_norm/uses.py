@@ -9,29 +9,10 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Edge
+from accel_lint.torch_api import MODULE_RETURNS_SELF
 
 # Methods that call the module or return it (so its output could flow anywhere).
-_CALLING_ATTRS = frozenset(
-    {
-        "forward",
-        "__call__",
-        "to",
-        "cuda",
-        "cpu",
-        "float",
-        "half",
-        "double",
-        "bfloat16",
-        "type",
-        "train",
-        "eval",
-        "requires_grad_",
-        "apply",
-        "_apply",
-        "to_empty",
-        "share_memory",
-    }
-)
+_CALLING_ATTRS = MODULE_RETURNS_SELF | {"forward", "__call__", "_apply"}
 
 
 def only_feeds_norms(seen: Collected, edges: list[Edge]) -> bool:

@@ -22,12 +22,13 @@ from accel_lint.rules.data_parallel.plan import merge, to_fix
 from accel_lint.rules.data_parallel.process_group import set_up_and_tear_down
 from accel_lint.rules.data_parallel.rank_zero import only_rank_zero
 from accel_lint.rules.data_parallel.samplers import shard_training_data
-from accel_lint.rules.data_parallel.shape import DATA_PARALLEL, NoFix, Reference, Shape
+from accel_lint.rules.data_parallel.shape import NoFix, Reference, Shape
 from accel_lint.rules.data_parallel.survey import survey_script
 from accel_lint.rules.data_parallel.tree import Tree
 from accel_lint.rules.data_parallel.wrap import wrap_in_ddp
+from accel_lint.torch_api import DATA_PARALLEL
 
-__all__ = ["DATA_PARALLEL", "DataParallel"]
+__all__ = ["DataParallel"]
 
 _WHY = (
     "DataParallel drives every GPU from one process: its threads contend for the GIL, the "

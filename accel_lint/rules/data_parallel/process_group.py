@@ -21,6 +21,7 @@ from accel_lint.rules.data_parallel.plan import Plan, Statement
 from accel_lint.rules.data_parallel.shape import NoFix, Shape, as_statement
 from accel_lint.rules.data_parallel.source import BLANK, statements
 from accel_lint.rules.data_parallel.tree import Block, Tree, calls_in, method_name
+from accel_lint.torch_api import CUDA_SET_DEVICE, TORCH_DEVICE
 
 NEW_NAMES = ("local_rank", "rank", "world_size")
 _COMMENT = "# set by torchrun (one process per device); plain `python` runs one process"
@@ -58,8 +59,6 @@ _HARMLESS_CALLS = frozenset(
         "numpy.random.seed",
     }
 )
-_SET_DEVICE = frozenset({"torch.cuda.set_device"})
-_TORCH_DEVICE = frozenset({"torch.device"})
 _PINNED = re.compile(r"^cuda:\d")
 
 
@@ -115,9 +114,9 @@ def check_devices(facts: FileFacts, tree: Tree) -> None:
             pinned = any(a.keyword is None or a.keyword.value == "device" for a in call.args)
         elif method == "to":
             pinned = any(a.keyword is None and int_value(a.value) is not None for a in call.args)
-        elif last == "set_device" and resolves_to(func, site.scope, _SET_DEVICE):
+        elif last == "set_device" and resolves_to(func, site.scope, CUDA_SET_DEVICE):
             raise NoFix("the script already picks its CUDA device (`torch.cuda.set_device`)")
-        elif last == "device" and resolves_to(func, site.scope, _TORCH_DEVICE):
+        elif last == "device" and resolves_to(func, site.scope, TORCH_DEVICE):
             pinned = len(call.args) > 1
         if pinned:
             raise NoFix(

@@ -14,14 +14,14 @@ import libcst as cst
 import libcst.matchers as m
 
 from accel_lint.facts import FileFacts
+from accel_lint.facts.ranks import is_guarded_to_one_process
 from accel_lint.names import Scope, qualified_names, resolves_to
-from accel_lint.rules._distributed import is_guarded_to_one_process
 from accel_lint.rules.data_parallel.plan import GuardRun, Plan
 from accel_lint.rules.data_parallel.region import Region
 from accel_lint.rules.data_parallel.shape import NoFix, RankZero, Shape, line_of, local_function
 from accel_lint.rules.data_parallel.tree import Tree, calls_in
+from accel_lint.torch_api import TORCH_SAVE
 
-TORCH_SAVE = frozenset({"torch.save", "torch.serialization.save"})
 # copies of a checkpoint (`shutil.copyfile(path, "model_best.pth")`): on another rank
 # they would race with the save they copy
 COPIES = frozenset(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
-from accel_lint.facts import DATALOADER, FileFacts
+from accel_lint.facts import FileFacts
 from accel_lint.layout import fits, split_call
 from accel_lint.names import Scope, resolves_to
 from accel_lint.rules.data_parallel.plan import Plan, Statement
@@ -31,6 +31,7 @@ from accel_lint.rules.data_parallel.source import (
     statements,
 )
 from accel_lint.rules.data_parallel.tree import Block, Tree, calls_in, descendants, method_name
+from accel_lint.torch_api import DATALOADER
 
 _PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler")
 _ATOMS = (cst.Name, cst.Attribute, cst.Integer, cst.Call, cst.Subscript)

@@ -20,14 +20,6 @@ from accel_lint.names import Scope
 from accel_lint.rules.data_parallel.plan import Plan, Statement
 from accel_lint.rules.data_parallel.tree import Block, Tree
 
-DATA_PARALLEL = frozenset(
-    {
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.data_parallel.DataParallel",
-    }
-)
-
 
 class NoFix(Exception):
     """The script's shape is beyond the codemod; the message says why."""

@@ -17,11 +17,11 @@ import libcst as cst
 from accel_lint.names import BindingKind, Scope, dotted_name, import_bindings, spelling_for
 from accel_lint.rules.data_parallel.plan import Plan
 from accel_lint.rules.data_parallel.shape import Names, NoFix
+from accel_lint.torch_api import DDP, DISTRIBUTED_SAMPLER
 
-DDP = "torch.nn.parallel.DistributedDataParallel"
-DDP_NAMES = frozenset({DDP, "torch.nn.parallel.distributed.DistributedDataParallel"})
-SAMPLER = "torch.utils.data.DistributedSampler"
-SAMPLER_NAMES = frozenset({SAMPLER, "torch.utils.data.distributed.DistributedSampler"})
+# how the new code spells what it adds, when the file has no import to reuse
+DDP_SPELLING = "torch.nn.parallel.DistributedDataParallel"
+SAMPLER_SPELLING = "torch.utils.data.DistributedSampler"
 
 
 def choose_names(
@@ -118,8 +118,8 @@ def _ddp(
     dp_import: cst.SimpleStatementLine | None,
     plan: Plan,
 ) -> str:
-    existing = _existing(module_scope, DDP_NAMES)
-    if existing is not None and _imported_as(existing, DDP_NAMES, scopes):
+    existing = _existing(module_scope, DDP)
+    if existing is not None and _imported_as(existing, DDP, scopes):
         return existing
     if isinstance(dp_callee, cst.Name) and dp_import is not None:
         # `from torch.nn import DataParallel`: the file imports classes by name
@@ -128,7 +128,7 @@ def _ddp(
             raise NoFix(f"the name `{name}` is already taken in this script")
         _replace_dp_import(dp_import, dp_callee.value, plan)
         return name
-    return _spell(DDP, module_scope, scopes, plan)
+    return _spell(DDP_SPELLING, module_scope, scopes, plan)
 
 
 def _replace_dp_import(statement: cst.SimpleStatementLine, local: str, plan: Plan) -> None:
@@ -175,8 +175,8 @@ def _without_alias(aliases: Sequence[cst.ImportAlias], index: int) -> list[cst.I
 
 
 def _sampler(module: cst.Module, module_scope: Scope, scopes: Sequence[Scope], plan: Plan) -> str:
-    existing = _existing(module_scope, SAMPLER_NAMES)
-    if existing is not None and _imported_as(existing, SAMPLER_NAMES, scopes):
+    existing = _existing(module_scope, DISTRIBUTED_SAMPLER)
+    if existing is not None and _imported_as(existing, DISTRIBUTED_SAMPLER, scopes):
         return existing
     name = "DistributedSampler"
     free = _free(name, [module_scope, *scopes])
@@ -186,7 +186,7 @@ def _sampler(module: cst.Module, module_scope: Scope, scopes: Sequence[Scope], p
         assert isinstance(node, cst.ImportFrom)
         plan.rewrite(node, lambda n: n.with_changes(names=add_alias(n.names, name)))
         return name
-    return _spell(SAMPLER, module_scope, scopes, plan)
+    return _spell(SAMPLER_SPELLING, module_scope, scopes, plan)
 
 
 def _from_import_of(module: cst.Module, name: str) -> cst.SimpleStatementLine | None:

@@ -29,12 +29,11 @@ from accel_lint.rules.data_parallel.shape import (
 )
 from accel_lint.rules.data_parallel.source import expression
 from accel_lint.rules.data_parallel.tree import Block, Tree, descendants
+from accel_lint.torch_api import CUDA_DEVICE_COUNT, MODULE_RETURNS_SELF
 
 _PARAMS = ("module", "device_ids", "output_device", "dim")
-_DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _MOVES = frozenset({"to", "cuda"})
 # module methods that return the module itself: `DataParallel(m).eval().to(device)`
-_CHAIN = frozenset({"to", "cuda", "eval", "train", "float", "half", "double", "bfloat16"})
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 
 
@@ -76,7 +75,7 @@ def _chain_end(call: cst.Call, tree: Tree) -> cst.Call | None:
         if not (
             isinstance(attribute, cst.Attribute)
             and attribute.value is node
-            and attribute.attr.value in _CHAIN
+            and attribute.attr.value in MODULE_RETURNS_SELF
         ):
             return end
         outer = tree.parent(attribute)
@@ -209,7 +208,7 @@ def _device_ids(
         and not inner.args[0].star
     ):
         count = inner.args[0].value
-        if isinstance(count, cst.Call) and resolves_to(count.func, scope, _DEVICE_COUNT):
+        if isinstance(count, cst.Call) and resolves_to(count.func, scope, CUDA_DEVICE_COUNT):
             return None, None
         literal = int_value(count)
         if literal is not None:

@@ -1,13 +1,13 @@
 """ACL301 manual-zero-grad-loop: a loop over a module's parameters (or an optimizer's
 `param_groups`) that zero-fills every gradient. Page: rules/ACL301.md
 
-`finish` puts each loop the walk saw to three questions, one module each: `loops`
-(a loop over a module's parameters or an optimizer's `param_groups`, and whose?),
-`objects` (is that owner clearly not torch's, its `zero_grad` another API? with
-`kinds`, `classes` and `cuda_graphs` behind it) and `body` (does the body zero
-every gradient, and nothing else?). `fix` writes the replacement statement.
+`finish` puts each loop the walk saw to three questions: `loops` (a loop over a
+module's parameters or an optimizer's `param_groups`, and whose?), the file's
+`TorchObjects` (is that owner clearly not torch's, its `zero_grad` another API?)
+and `body` (does the body zero every gradient, and nothing else?). `fix` writes
+the replacement statement.
 
-The receiver analysis (`TorchObjects`, `Kind`) is shared with ACL302, which asks the
+The receiver analysis (`facts.torch_objects`) is shared with ACL302, which asks the
 same question of `zero_grad` receivers: is this object built by torch, by this
 file, or by something that is clearly not torch's?
 """
@@ -17,23 +17,18 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.edits import code_for
+from accel_lint.facts.torch_objects import Kind, TorchObjects
 from accel_lint.names import Scope
 from accel_lint.rule import Cause, Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.rules.manual_zero_grad_loop.body import BodyReader, statements_of
 from accel_lint.rules.manual_zero_grad_loop.fix import describe, replacement
-from accel_lint.rules.manual_zero_grad_loop.kinds import Kind
 from accel_lint.rules.manual_zero_grad_loop.loops import (
     Loop,
     defines_zero_grad,
     param_groups_loop,
     parameter_loop,
 )
-from accel_lint.rules.manual_zero_grad_loop.objects import TorchObjects
-
-__all__ = ["SET_TO_NONE_SINCE", "Kind", "ManualZeroGradLoop", "TorchObjects"]
-
-# `set_to_none` exists from torch 1.7 (on both `Module` and `Optimizer`).
-SET_TO_NONE_SINCE = (1, 7)
+from accel_lint.torch_api import SET_TO_NONE_SINCE
 
 
 class ManualZeroGradLoop(Rule):
@@ -44,20 +39,14 @@ class ManualZeroGradLoop(Rule):
     verification = Verification(Equivalence.EXACT, causes=(Cause.PARAMS_WITHOUT_GRAD,))
 
     def setup(self) -> None:
-        self.objects = TorchObjects(self.facts)
         self._loops: list[tuple[cst.For, Scope, cst.FunctionDef | None]] = []
 
     def visit_For(self, node: cst.For) -> None:
         if node.asynchronous is None:
             self._loops.append((node, self.facts.scope, self.facts.function))
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self.objects.record_assign(node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.objects.record_aug_assign(node)
-
     def finish(self) -> None:
+        self.objects = TorchObjects.of(self.facts)
         if not self._loops or not self.objects.file_imports_torch():
             return
         if self.objects.adds_into_grads() or self.objects.captures_cuda_graphs():

@@ -16,8 +16,7 @@ import libcst as cst
 
 from accel_lint.facts import int_value
 from accel_lint.names import Scope, resolves_to
-
-ZEROS_LIKE = frozenset({"torch.zeros_like"})
+from accel_lint.torch_api import ZEROS_LIKE
 
 
 def _is_grad_of(expr: cst.BaseExpression, var: str, *, data: bool = False) -> bool:

@@ -17,7 +17,6 @@ import libcst as cst
 from accel_lint.facts import FileFacts
 from accel_lint.names import Scope, resolves_to
 from accel_lint.rule import Equivalence, FixSafety, Invariant, Rule, Verification
-from accel_lint.rules._distributed import DISTRIBUTED_SAMPLER
 from accel_lint.rules.sampler_missing_set_epoch.epochs import epoch_loops, evaluation_only
 from accel_lint.rules.sampler_missing_set_epoch.fix import set_epoch_fix
 from accel_lint.rules.sampler_missing_set_epoch.flow import SAMPLER, Flow, Iteration, follow
@@ -34,6 +33,7 @@ from accel_lint.rules.sampler_missing_set_epoch.record import (
     is_self_attribute,
 )
 from accel_lint.rules.sampler_missing_set_epoch.script import Script
+from accel_lint.torch_api import DISTRIBUTED_SAMPLER
 
 __all__ = ["SamplerMissingSetEpoch"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from accel_lint.facts.loops import Loops
+from accel_lint.facts.syntax import last_name
 from accel_lint.rule import Fix
-from accel_lint.rules._distributed import last_name
-from accel_lint.rules.sampler_missing_set_epoch.epochs import names_epochs
 from accel_lint.rules.sampler_missing_set_epoch.flow import Flow
 from accel_lint.rules.sampler_missing_set_epoch.record import Loop
 from accel_lint.rules.sampler_missing_set_epoch.script import Script
@@ -30,7 +30,7 @@ def set_epoch_fix(script: Script, flow: Flow, epochs: list[Loop]) -> tuple[Fix |
             )
         if not isinstance(epoch.target, cst.Name) or epoch.target.value == "_":
             return None, "the epoch loop has no loop variable to pass to `set_epoch()`"
-        if not names_epochs(epoch):
+        if not Loops.of(script.facts).names_epochs(epoch):
             return None, (
                 f"`{epoch.target.value}` may count steps rather than epochs; call "
                 "`set_epoch()` wherever a new pass over the loader starts"

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from accel_lint.facts import DATALOADER
+from accel_lint.facts.syntax import last_name
 from accel_lint.names import Scope, resolves_to
-from accel_lint.rules._distributed import last_name
 from accel_lint.rules.sampler_missing_set_epoch.record import (
     Assigned,
     Branch,
@@ -27,14 +26,12 @@ from accel_lint.rules.sampler_missing_set_epoch.record import (
     is_self_attribute,
 )
 from accel_lint.rules.sampler_missing_set_epoch.script import Handle, Script
+from accel_lint.torch_api import BATCH_SAMPLER, DATALOADER
 
 # DataLoader(dataset, batch_size, shuffle, sampler, ...)
 _SAMPLER_POSITION = 3
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
 _BATCH_SAMPLER_POSITION = 4
-_BATCH_SAMPLER = frozenset(
-    {"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"}
-)
 # Calls that take a loader without iterating it: `len(loader)`, `print(loader)`.
 _NOT_ITERATING = frozenset(
     {
@@ -153,7 +150,7 @@ def _passed(
             flow.batched_loader = True
             yield call, LOADER
         return
-    if kind == SAMPLER and resolves_to(call.func, context.scope, _BATCH_SAMPLER):
+    if kind == SAMPLER and resolves_to(call.func, context.scope, BATCH_SAMPLER):
         yield call, BATCH
         return
     callee = script.local_callee(call, context.scope)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from accel_lint.facts import CallSite, FileFacts
-from accel_lint.names import LOCAL, Scope, qualified_names
-from accel_lint.rules._distributed import CallIndex
+from accel_lint.facts.calls import CallGraph
+from accel_lint.names import Scope
 from accel_lint.rules.sampler_missing_set_epoch.record import Record, is_self_attribute
 
 
@@ -32,7 +32,7 @@ class Script:
     def __init__(self, facts: FileFacts, record: Record) -> None:
         self.facts = facts
         self.record = record
-        self.calls = CallIndex(facts)
+        self.calls = CallGraph.of(facts)
         self.sites: dict[cst.Call, CallSite] = {site.node: site for site in facts.calls}
 
     def handle(
@@ -66,25 +66,7 @@ class Script:
 
     def local_callee(self, call: cst.Call, scope: Scope) -> tuple[cst.FunctionDef, int] | None:
         """The def this call runs, and how many implicit leading arguments (self) it gets."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            bindings = scope.lookup(func.value)
-            if not bindings or len(bindings) != 1:
-                return None
-            node = bindings[0].node
-            if isinstance(node, cst.FunctionDef):
-                return node, 0
-            if isinstance(node, cst.ClassDef):
-                init = self.methods(node, "__init__")
-                return (init[0], 1) if len(init) == 1 else None
-            return None
-        if isinstance(func, cst.Attribute):
-            names = qualified_names(func.value, scope)
-            if names and LOCAL not in names:
-                return None  # a module's function (`torch.save`), not one of ours
-            methods = self.methods(None, func.attr.value)
-            return (methods[0], 1) if len(methods) == 1 else None
-        return None
+        return self.calls.local_callee(call, scope)
 
     def methods(self, cls: cst.ClassDef | None, name: str) -> list[cst.FunctionDef]:
         methods = self.calls.methods(name)

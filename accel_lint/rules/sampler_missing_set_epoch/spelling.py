@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from accel_lint.facts.syntax import argument_for
 from accel_lint.names import Scope
-from accel_lint.rules._distributed import argument_for
 from accel_lint.rules.sampler_missing_set_epoch.flow import LOADER, SAMPLER, Flow
 from accel_lint.rules.sampler_missing_set_epoch.record import LoopInfo
 from accel_lint.rules.sampler_missing_set_epoch.script import Handle, Script

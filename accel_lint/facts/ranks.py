@@ -1,46 +1,35 @@
-"""Rank expressions, rank-zero guards and rank variables: shared by the distributed
-rules (ACL401, ACL403, ACL404).
+"""Rank expressions, rank-zero guards and rank variables: what the distributed
+rules ask about a file (`RankAnalysis.of(facts)`, built once per file).
 
-Public API (ACL401 imports it; keep it small and stable):
-
-- `is_rank_expression(expr, scope, facts)`: `expr` denotes this process's rank.
-- `is_rank_zero_test(expr, scope, facts, positive=True)`: when `expr` is truthy
-  (falsy with `positive=False`), only one process runs the code it guards.
-- `is_guarded_to_one_process(guards, scope, facts)`: some guard of a statement
-  (`FileFacts.guards` / `CallSite.guards`) lets only one process through.
-- `rank_variable(facts, scope=None)`: the source of the script's own global-rank
-  variable visible from `scope` (module scope by default), or None.
-- `RankAnalysis`: the same questions, also knowing attribute assignments
-  (`self.gpu_id = int(os.environ["LOCAL_RANK"])`) collected by an
-  `AttributeAssignments` the rule feeds during the walk; and
-  `main_process_predicate(scope)`, the file's own `is_main_process()`.
-- `has_main_process_decorator(func)`: `@rank_zero_only` and its kin.
-- `CallIndex(facts)`: call sites by callee name and by enclosing function, and
-  `calls_to(func)`, built once per file.
+- `is_rank(expr, scope)`: `expr` denotes this process's rank (`int(os.environ["RANK"])`,
+  `dist.get_rank()`, `hvd.rank()`, a variable bound from one, or spelled like one:
+  `rank`, `local_rank`, `args.rank`), following attribute assignments
+  (`self.gpu_id = int(os.environ["LOCAL_RANK"])`) and the file's own calls.
+- `one_process(test, scope, positive)` / `guarded(guards, scope)`: a condition lets
+  only one process through (`rank == 0`, `args.local_rank in [-1, 0]`, `not rank`,
+  `is_main_process()`, an alias such as `master_process = rank == 0`).
+- `rank_variables(scope)`: the script's own global-rank variables a fix can test.
+- `main_process_predicate(scope)`: the file's own `is_main_process()`.
 
 Precision first: a guard whose test mentions a rank in a way we cannot read
-(`if rank in save_ranks:`) counts as a guard, and a variable counts as a rank
-when it is bound from one (`int(os.environ["RANK"])`, `dist.get_rank()`,
-`hvd.rank()`) or spelled like one (`rank`, `local_rank`, `args.rank`).
+(`if rank in save_ranks:`) counts as a guard.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 import libcst as cst
 
-from accel_lint.facts import CallSite, FileFacts, Guard, int_value, string_value
+from accel_lint.facts.calls import CallGraph
+from accel_lint.facts.file import AttributeAssignment, FileFacts, Guard
+from accel_lint.facts.literals import int_value, string_value
+from accel_lint.facts.syntax import argument_for, last_name, returns, sub_expressions
 from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
-
-DISTRIBUTED_SAMPLER = frozenset(
-    {"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"}
-)
-GET_RANK = "torch.distributed.get_rank"
-IS_INITIALIZED = "torch.distributed.is_initialized"
+from accel_lint.torch_api import IS_INITIALIZED
 
 GLOBAL = "global"
 LOCAL_RANK = "local"
@@ -107,17 +96,6 @@ class Verdict(IntEnum):
     YES = 2
 
 
-def last_name(expr: cst.BaseExpression) -> str | None:
-    """`save` for `torch.save`, `f` for `f`, `m` for `a.m(...)`'s callee."""
-    if isinstance(expr, cst.Call):
-        expr = expr.func
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return None
-
-
 def _const(expr: cst.BaseExpression) -> int | None:
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         inner = int_value(expr.expression)
@@ -144,43 +122,6 @@ def _is_bool_literal(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value in ("True", "False")
 
 
-def _returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression | None]:
-    """Values of the function's own `return` statements (not of nested defs)."""
-    stack: list[cst.CSTNode] = [func.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.Return):
-            yield node.value
-            continue
-        if isinstance(
-            node,
-            (
-                cst.BaseSuite,
-                cst.BaseCompoundStatement,
-                cst.SimpleStatementLine,
-                cst.ExceptHandler,
-                cst.Else,
-                cst.Finally,
-                cst.MatchCase,
-            ),
-        ):
-            stack.extend(node.children)
-
-
-def sub_expressions(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
-    """`expr` and every expression inside it, lambdas excepted."""
-    stack: list[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Lambda):
-            continue
-        if isinstance(node, cst.BaseExpression):
-            yield node
-        stack.extend(node.children)
-
-
 def env_key(expr: cst.BaseExpression, scope: Scope) -> str | None:
     """`RANK` for `os.environ["RANK"]`, `os.environ.get("RANK", 0)`, `os.getenv("RANK")`."""
     if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
@@ -192,53 +133,18 @@ def env_key(expr: cst.BaseExpression, scope: Scope) -> str | None:
     return None
 
 
-@dataclass
-class AttributeAssignment:
-    receiver: str  # "self", "args", ...
-    attr: str
-    value: cst.BaseExpression
-    scope: Scope
-    class_def: cst.ClassDef | None
-
-
-@dataclass
-class AttributeAssignments:
-    """`X.attr = value` statements, collected by a rule's `visit_Assign` during the walk."""
-
-    by_attr: dict[str, list[AttributeAssignment]] = field(default_factory=dict)
-
-    def note(self, node: cst.Assign | cst.AnnAssign, facts: FileFacts) -> None:
-        targets = (
-            [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        )
-        if node.value is None:
-            return
-        for target in targets:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
-                self.by_attr.setdefault(target.attr.value, []).append(
-                    AttributeAssignment(
-                        target.value.value,
-                        target.attr.value,
-                        node.value,
-                        facts.scope,
-                        facts.class_def,
-                    )
-                )
-
-
 class RankAnalysis:
     """Rank questions about one file; valid after the walk (`finish()`)."""
 
-    def __init__(
-        self,
-        facts: FileFacts,
-        attributes: AttributeAssignments | None = None,
-        calls: CallIndex | None = None,
-    ) -> None:
+    def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
-        self.attributes = attributes or AttributeAssignments()
-        self._calls = calls
+        self.attributes: dict[str, list[AttributeAssignment]] = facts.attribute_assignments
+        self.calls = CallGraph.of(facts)
         self._spawn_targets: set[cst.FunctionDef] | None = None
+
+    @classmethod
+    def of(cls, facts: FileFacts) -> RankAnalysis:
+        return facts.shared(cls)
 
     # -- what is a rank --------------------------------------------------------
 
@@ -274,7 +180,7 @@ class RankAnalysis:
                     return None  # `per_rank = f"shard-{rank}.pt"` is a path, not a rank
             return _spelled_kind(expr.value)
         if isinstance(expr, cst.Attribute):
-            for assignment in self.attributes.by_attr.get(expr.attr.value, ()):
+            for assignment in self.attributes.get(expr.attr.value, ()):
                 kind = self.rank_kind(assignment.value, assignment.scope, depth + 1)
                 if kind is not None:
                     return kind
@@ -303,12 +209,6 @@ class RankAnalysis:
         if not kinds:
             return None
         return GLOBAL if GLOBAL in kinds else LOCAL_RANK
-
-    @property
-    def calls(self) -> CallIndex:
-        if self._calls is None:
-            self._calls = CallIndex(self.facts)
-        return self._calls
 
     def _spawned(self) -> set[cst.FunctionDef]:
         """Functions started once per process by `mp.spawn(f, ...)`: `f(i, *args)`."""
@@ -348,7 +248,7 @@ class RankAnalysis:
         local = self._local_function(func, scope)
         if local is not None:
             fdef, fscope = local
-            kinds = {self.rank_kind(v, fscope, depth + 1) for v in _returns(fdef) if v is not None}
+            kinds = {self.rank_kind(v, fscope, depth + 1) for v in returns(fdef) if v is not None}
             kinds.discard(None)
             if kinds:
                 return GLOBAL if GLOBAL in kinds else LOCAL_RANK
@@ -407,7 +307,7 @@ class RankAnalysis:
             local = self._local_function(expr.func, scope)
             if local is not None:
                 fdef, fscope = local
-                values = list(_returns(fdef))
+                values = list(returns(fdef))
                 if values and all(v is not None for v in values):
                     return min(
                         self.one_process(v, fscope, positive, depth + 1)
@@ -553,10 +453,6 @@ class RankAnalysis:
 
     # -- the script's own rank variable ----------------------------------------
 
-    def rank_variable(self, scope: Scope) -> RankVariable | None:
-        """The global-rank variable a fix can test at `scope`, if the script has one."""
-        return next(self.rank_variables(scope), None)
-
     def rank_variables(self, scope: Scope) -> Iterator[RankVariable]:
         """Global-rank variables visible at `scope`, nearest first: names bound in `scope`
         or an enclosing scope (LEGB), then `self.<attr>` / `args.<attr>`."""
@@ -605,8 +501,8 @@ class RankAnalysis:
         """`self.rank` / `args.rank` assigned from a global rank somewhere in the file
         (`args.rank = int(os.environ["RANK"])`). An argparse `--rank` alone does not
         count: nothing sets it from the launcher's rank."""
-        for attr in sorted(self.attributes.by_attr):
-            assignments = self.attributes.by_attr[attr]
+        for attr in sorted(self.attributes):
+            assignments = self.attributes[attr]
             receivers = {a.receiver for a in assignments}
             if len(receivers) != 1:
                 continue
@@ -647,7 +543,7 @@ class RankAnalysis:
             if not bindings or any(b.node is not func for b in bindings):
                 continue
             fscope = self.facts.scope_of.get(func)
-            values = list(_returns(func))
+            values = list(returns(func))
             if fscope is None or not values:
                 continue
             if all(v is not None and self.one_process(v, fscope) is Verdict.YES for v in values):
@@ -786,142 +682,9 @@ def has_main_process_decorator(func: cst.FunctionDef) -> bool:
     return any(last_name(d.decorator) in _MAIN_DECORATORS for d in func.decorators)
 
 
-class CallIndex:
-    """Call sites of the file by callee name and by enclosing function, built once:
-    `FileFacts.calls_to_function` scans every call per question, too slow for a
-    rule that asks it for every function on a call path."""
-
-    def __init__(self, facts: FileFacts) -> None:
-        self.facts = facts
-        self.by_name: dict[str, list[CallSite]] = {}
-        self.by_function: dict[cst.FunctionDef | None, list[CallSite]] = {}
-        for site in facts.calls:
-            name = last_name(site.node.func)
-            if name is not None:
-                self.by_name.setdefault(name, []).append(site)
-            self.by_function.setdefault(site.function, []).append(site)
-        self._methods: dict[str, list[cst.FunctionDef]] = {}
-        self._class_of: dict[cst.FunctionDef, cst.ClassDef | None] = {}
-        for func, _, cls in facts.function_defs:
-            self._class_of[func] = cls
-            if cls is not None:
-                self._methods.setdefault(func.name.value, []).append(func)
-        self._sites: dict[cst.FunctionDef, list[CallSite]] = {}
-
-    def class_of(self, func: cst.FunctionDef | None) -> cst.ClassDef | None:
-        return self._class_of.get(func) if func is not None else None
-
-    def methods(self, name: str) -> list[cst.FunctionDef]:
-        """Methods of the file's classes with this name."""
-        return self._methods.get(name, [])
-
-    def _receiver_class(self, receiver: cst.BaseExpression, scope: Scope) -> cst.ClassDef | None:
-        """The file's class of `Trainer(...)` or of a name bound once to `Trainer(...)`."""
-        if isinstance(receiver, cst.Name):
-            bindings = scope.lookup(receiver.value)
-            if not bindings or len(bindings) != 1 or bindings[0].value is None:
-                return None
-            owner = bindings[0].scope
-            receiver = bindings[0].value
-            scope = owner if owner is not None else scope
-        if not isinstance(receiver, cst.Call) or not isinstance(receiver.func, cst.Name):
-            return None
-        bindings = scope.lookup(receiver.func.value)
-        if bindings and len(bindings) == 1 and isinstance(bindings[0].node, cst.ClassDef):
-            return bindings[0].node
-        return None
-
-    def invocations(self, func: cst.FunctionDef) -> list[tuple[CallSite, int]]:
-        """Calls that run `func`, each with the count of implicit leading arguments:
-        1 for `self.m(...)` / `obj.m(...)`, and for `Cls(...)` running `__init__`."""
-        out = [
-            (site, 1 if isinstance(site.node.func, cst.Attribute) else 0)
-            for site in self.calls_to(func)
-        ]
-        cls = self._class_of.get(func)
-        if cls is not None and func.name.value == "__init__":
-            for site in self.by_name.get(cls.name.value, ()):
-                callee = site.node.func
-                bindings = (
-                    site.scope.lookup(cls.name.value) if isinstance(callee, cst.Name) else None
-                )
-                if bindings and any(b.node is cls for b in bindings):
-                    out.append((site, 1))
-        return out
-
-    def calls_to(self, func: cst.FunctionDef) -> list[CallSite]:
-        """Calls of `func`: by its name where that name is bound to it, `self.f(...)`
-        for a method, and `obj.f(...)` when `f` is the only method of that name."""
-        found = self._sites.get(func)
-        if found is not None:
-            return found
-        name = func.name.value
-        method = self._class_of.get(func) is not None
-        found = []
-        for site in self.by_name.get(name, ()):
-            callee = site.node.func
-            if isinstance(callee, cst.Name):
-                bindings = site.scope.lookup(name)
-                if bindings and any(b.node is func for b in bindings):
-                    found.append(site)
-            elif method and isinstance(callee, cst.Attribute):
-                receiver = callee.value
-                on_self = isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")
-                if on_self or self._receiver_class(receiver, site.scope) is self._class_of[func]:
-                    found.append(site)
-                elif len(self.methods(name)) == 1:
-                    names = qualified_names(receiver, site.scope)
-                    if not names or LOCAL in names:  # not a module's function (torch.save)
-                        found.append(site)
-        self._sites[func] = found
-        return found
-
-
-def argument_for(
-    call: cst.Call, name: str, index: int | None, offset: int
-) -> cst.BaseExpression | None:
-    """What `call` passes for the parameter `name` at position `index` of the def
-    (`offset` leading parameters, such as `self`, are filled implicitly)."""
-    position = offset
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is not None:
-            if arg.keyword.value == name:
-                return arg.value
-            continue
-        if index is not None and position == index:
-            return arg.value
-        position += 1
-    return None
-
-
 # -- the small functional API ---------------------------------------------------
-
-
-def is_rank_expression(expr: cst.BaseExpression, scope: Scope, facts: FileFacts) -> bool:
-    """True when `expr` denotes this process's rank (global or local)."""
-    return RankAnalysis(facts).is_rank(expr, scope)
-
-
-def is_rank_zero_test(
-    expr: cst.BaseExpression, scope: Scope, facts: FileFacts, positive: bool = True
-) -> bool:
-    """True when `expr` being truthy (falsy if not `positive`) admits one process only.
-
-    `rank == 0`, `dist.get_rank() == 0`, `args.local_rank in [-1, 0]`, `not rank`,
-    `is_main_process()`, `master_process` (an alias of such a test). A test that
-    mentions the rank in a way we cannot read counts, for precision."""
-    return RankAnalysis(facts).one_process(expr, scope, positive) >= Verdict.UNSURE
 
 
 def is_guarded_to_one_process(guards: Sequence[Guard], scope: Scope, facts: FileFacts) -> bool:
     """True when one of `guards` (enclosing ifs and early exits) admits one process only."""
-    return RankAnalysis(facts).guarded(guards, scope)
-
-
-def rank_variable(facts: FileFacts, scope: Scope | None = None) -> str | None:
-    """Source text of the script's global-rank variable visible from `scope`
-    (default: module scope), e.g. `rank`, `args.rank`; None when it has none."""
-    found = RankAnalysis(facts).rank_variable(scope or facts.module_scope)
-    return found.source if found is not None else None
+    return RankAnalysis.of(facts).guarded(guards, scope)

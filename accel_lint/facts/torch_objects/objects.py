@@ -12,37 +12,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from accel_lint.facts import FileFacts
+from accel_lint.facts.file import FileFacts
+from accel_lint.facts.torch_objects.classes import class_kind, class_scope, defining_class
+from accel_lint.facts.torch_objects.cuda_graphs import captures_cuda_graphs
+from accel_lint.facts.torch_objects.kinds import Kind, in_family, kind_of_names
 from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names
-from accel_lint.rules.manual_zero_grad_loop.classes import class_kind, class_scope, defining_class
-from accel_lint.rules.manual_zero_grad_loop.cuda_graphs import captures_cuda_graphs
-from accel_lint.rules.manual_zero_grad_loop.kinds import Kind, in_family, kind_of_names
+from accel_lint.torch_api import MODULE_OR_OPTIMIZER_METHODS, MODULE_RETURNS_SELF
 
-# Methods that return their receiver: `Net().to(device)` is still a `Net`.
-_RETURNS_SELF = frozenset(
-    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_"}
-)
-# Methods that only torch's modules and optimizers answer to, among the objects a
-# training script calls `zero_grad` on.
-_TORCH_METHODS = (
-    "step",
-    "parameters",
-    "named_parameters",
-    "add_param_group",
-    "train",
-    "eval",
-    "to",
-    "cuda",
-    "cpu",
-    "half",
-    "float",
-    "modules",
-    "named_modules",
-    "children",
-    "apply",
-    "register_forward_hook",
-    "requires_grad_",
-)
 # In-place methods that write into the tensor they are called on.
 _GRAD_WRITES = ("add_", "sub_", "copy_")
 
@@ -75,36 +51,24 @@ class TorchObjects:
         self.facts = facts
         # (class, attribute) -> values assigned to `self.<attribute>` in the class's methods
         self._self_attrs: dict[tuple[int, str], list[tuple[cst.BaseExpression, Scope]]] = {}
-        self.accumulates_into_grads = False
+        for assignments in facts.attribute_assignments.values():
+            for a in assignments:
+                if a.receiver == "self" and a.class_def is not None and a.scope.kind != "class":
+                    key = (id(a.class_def), a.attr)
+                    self._self_attrs.setdefault(key, []).append((a.value, a.scope))
+        self.accumulates_into_grads = any(
+            isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign))
+            and _is_a_grad(node.target)
+            for node, _ in facts.aug_assigns
+        )
         # receivers whose `param_groups` the file reads: torch's optimizer protocol
-        self._param_groups_of: list[tuple[cst.BaseExpression, Scope]] = []
+        self._param_groups_of = [
+            (node.value, scope) for node, scope in facts.attributes_named("param_groups")
+        ]
 
-    def record_assign(self, node: cst.Assign) -> None:
-        """Call during the walk for every `Assign`."""
-        cls = self.facts.class_def
-        if cls is None or self.facts.function is None:
-            return
-        for target in node.targets:
-            t = target.target
-            if (
-                isinstance(t, cst.Attribute)
-                and isinstance(t.value, cst.Name)
-                and t.value.value == "self"
-            ):
-                key = (id(cls), t.attr.value)
-                self._self_attrs.setdefault(key, []).append((node.value, self.facts.scope))
-
-    def record_attribute(self, node: cst.Attribute) -> None:
-        """Call during the walk for every `Attribute`."""
-        if node.attr.value == "param_groups":
-            self._param_groups_of.append((node.value, self.facts.scope))
-
-    def record_aug_assign(self, node: cst.AugAssign) -> None:
-        """Call during the walk for every `AugAssign`."""
-        if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)) and _is_a_grad(
-            node.target
-        ):
-            self.accumulates_into_grads = True
+    @classmethod
+    def of(cls, facts: FileFacts) -> TorchObjects:
+        return facts.shared(cls)
 
     def adds_into_grads(self) -> bool:
         """Does the file add into `.grad` tensors by hand (`p.grad += g`,
@@ -198,7 +162,7 @@ class TorchObjects:
         func = call.func
         while (
             isinstance(func, cst.Attribute)
-            and func.attr.value in _RETURNS_SELF
+            and func.attr.value in MODULE_RETURNS_SELF
             and isinstance(func.value, cst.Call)
         ):
             func = func.value.func
@@ -244,7 +208,7 @@ class TorchObjects:
         for owner, owner_scope in self._param_groups_of:
             if same_object(owner, owner_scope, expr, scope):
                 return True
-        for method in _TORCH_METHODS:
+        for method in MODULE_OR_OPTIMIZER_METHODS:
             for site in self.facts.method_calls(method):
                 func = site.node.func
                 assert isinstance(func, cst.Attribute)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from accel_lint.facts.torch_objects.kinds import TORCH_FAMILY, Kind, in_family, not_torchs
 from accel_lint.names import LOCAL, Scope, qualified_names
-from accel_lint.rules.manual_zero_grad_loop.kinds import TORCH_FAMILY, Kind, in_family, not_torchs
 
 
 def class_kind(cls: cst.ClassDef, scope: Scope, depth: int = 0) -> Kind:

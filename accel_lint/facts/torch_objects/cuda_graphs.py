@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from accel_lint.facts import CallSite, FileFacts, string_value
+from accel_lint.facts.file import CallSite, FileFacts
+from accel_lint.facts.literals import string_value
+from accel_lint.facts.torch_objects.kinds import Kind
 from accel_lint.names import LOCAL, Scope, qualified_names, resolves_to
-from accel_lint.rules.manual_zero_grad_loop.kinds import Kind
 
 # What captures CUDA graphs (the modules' own spellings too: `torch.cuda.graphs.graph`).
 _CUDA_GRAPHS = frozenset(

@@ -1,4 +1,5 @@
-"""What a `DataLoader(...)` call passes for one parameter: shared by ACL101, ACL102."""
+"""What a `DataLoader(...)` call passes for one parameter, through literals, names and
+`**kwargs` dicts the file builds."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from accel_lint.facts import FileFacts
+from accel_lint.facts.file import FileFacts
 from accel_lint.names import Scope
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
@@ -57,7 +58,3 @@ def passed(call: cst.Call, param: str, facts: FileFacts, scope: Scope) -> Passed
         if param in kwargs.values:
             return Passed(False, kwargs.values[param], None, True, param in kwargs.conditional_keys)
     return Passed(True)
-
-
-def call_has_splat(call: cst.Call) -> bool:
-    return any(arg.star == "**" for arg in call.args)

@@ -1,0 +1,338 @@
+"""Loops as training scripts use them, built once per file (`Loops.of(facts)`) from
+the loops and calls the walk recorded:
+
+- epoch loops: a `for` over a counter (`range`, `trange`, `tqdm(range(...))`, a name
+  bound to one) or a `while`, either named for epochs or training in its body;
+- training loops: a loop whose body runs a backward pass (here or in a function of
+  the file it calls), and the calls that run on every one of its iterations;
+- gradient accumulation: the optimizer stepped once every k backward passes, either
+  under a modulo test in the training loop or after an inner loop of micro-batches.
+
+"Follow the calls" means the file's own functions, a few calls deep: a training
+loop that calls `train_step(batch)` runs `train_step`'s body every step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Union
+
+import libcst as cst
+
+from accel_lint.facts.calls import CallGraph
+from accel_lint.facts.file import CallSite, FileFacts, Guard, LoopSite
+from accel_lint.facts.syntax import last_name
+from accel_lint.names import Scope, resolves_to
+
+Loop = Union[cst.For, cst.While]
+
+_MAX_DEPTH = 3
+# A loop whose body calls one of these trains (an evaluation loop does not).
+_TRAINING_CALLS = ("backward", "manual_backward", "step")
+_BACKWARD_CALLS = ("backward", "manual_backward")
+# A counting loop whose variable is spelled like this counts epochs.
+_EPOCH_NAME = re.compile(r"^(?:e|ep|.*epoch.*)$", re.IGNORECASE)
+_COUNTERS = frozenset({"builtins.range", "itertools.count"})
+
+
+@dataclass(frozen=True)
+class Accumulation:
+    """The optimizer steps once every k backward passes of `loop`'s iterations.
+
+    `kind` is "modulo" (`if (i + 1) % k == 0: opt.step()` in the loop that runs
+    backward) or "inner-loop" (`for micro in range(k): ...backward()` followed by
+    `opt.step()` in the enclosing loop). `every` is the expression for k.
+    """
+
+    kind: str
+    loop: Loop  # the loop whose iterations are micro-batches
+    backward: CallSite  # the call in `loop`'s body that runs backward (itself, or a callee)
+    step: CallSite
+    every: cst.BaseExpression
+
+
+class Loops:
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.calls = CallGraph.of(facts)
+        self._trains: dict[Loop, bool] = {}
+        self._backward: dict[Loop, bool] = {}
+        self._training: list[Loop] | None = None
+
+    @classmethod
+    def of(cls, facts: FileFacts) -> Loops:
+        return facts.shared(cls)
+
+    def site(self, loop: Loop) -> LoopSite:
+        return self.facts.loop_sites[loop]
+
+    def all(self) -> Iterator[LoopSite]:
+        return iter(self.facts.loop_sites.values())
+
+    def body_calls(self, loop: Loop) -> list[CallSite]:
+        """Calls the loop's body runs itself (not its header, not nested defs)."""
+        function = self.site(loop).function
+        return [s for s in self.calls.by_function.get(function, ()) if loop in s.bodies]
+
+    def callee_sites(self, site: CallSite) -> list[CallSite]:
+        """The calls made by the body of the file's function that `site` runs."""
+        callee = self.calls.local_callee(site.node, site.scope)
+        if callee is None:
+            return []
+        return self.calls.by_function.get(callee[0], [])
+
+    # -- epochs -----------------------------------------------------------------
+
+    def counts(self, loop: Loop) -> bool:
+        """A `for` over an epoch counter: `range(...)`, `itertools.count()`, `trange(...)`,
+        `tqdm(range(...))`, or a name bound once to one (`it = trange(n)`)."""
+        if not isinstance(loop, cst.For):
+            return False
+        scope = self.site(loop).scope
+        iterable = loop.iter
+        if isinstance(iterable, cst.Name):
+            bindings = scope.lookup(iterable.value)
+            if bindings and len(bindings) == 1 and bindings[0].value is not None:
+                iterable = bindings[0].value
+                scope = bindings[0].scope or scope
+        return _counts(iterable, scope)
+
+    def names_epochs(self, loop: Loop) -> bool:
+        if isinstance(loop, cst.While):
+            return _mentions_epoch(loop.test)
+        return _mentions_epoch(loop.target) or _mentions_epoch(loop.iter)
+
+    def is_epoch_loop(self, loop: Loop) -> bool:
+        """A loop run once per epoch: a counter or a `while`, named for epochs or
+        training in its body (`for i in range(3)` around an evaluation is not one)."""
+        if isinstance(loop, cst.For) and not self.counts(loop):
+            return False
+        return self.names_epochs(loop) or self.trains(loop)
+
+    def epoch_loops(self) -> list[Loop]:
+        return [site.node for site in self.all() if self.is_epoch_loop(site.node)]
+
+    # -- training -----------------------------------------------------------------
+
+    def trains(self, loop: Loop) -> bool:
+        """The loop's body runs a backward pass or an optimizer step, here or in a callee."""
+        found = self._trains.get(loop)
+        if found is None:
+            found = self._trains[loop] = any(
+                self._runs(s, _TRAINING_CALLS, 0) for s in self._inside(loop)
+            )
+        return found
+
+    def runs_backward(self, loop: Loop) -> bool:
+        """The loop's body runs a backward pass, here or in a callee: a training loop."""
+        found = self._backward.get(loop)
+        if found is None:
+            found = self._backward[loop] = any(
+                self._runs(s, _BACKWARD_CALLS, 0) for s in self._inside(loop)
+            )
+        return found
+
+    def training_loops(self) -> list[Loop]:
+        """Loops whose every iteration is a training step: they run backward, and no loop
+        inside them does (the innermost such loop is the step loop)."""
+        if self._training is None:
+            self._training = self._innermost_training_loops()
+        return self._training
+
+    def _innermost_training_loops(self) -> list[Loop]:
+        candidates = [site.node for site in self.all() if self.runs_backward(site.node)]
+        inner = {
+            outer
+            for loop in candidates
+            for outer in self.site(loop).bodies
+            if outer in candidates and self.site(loop).function == self.site(outer).function
+        }
+        return [loop for loop in candidates if loop not in inner]
+
+    def every_step(self, site: CallSite) -> Loop | None:
+        """The training loop that runs `site` on each of its iterations, directly or
+        through the file's functions it calls unconditionally; None when the call is
+        under a condition inside that loop, or not in a training loop."""
+        return self._every_step(site, 0)
+
+    def _every_step(self, site: CallSite, depth: int) -> Loop | None:
+        for loop in reversed(site.bodies):
+            if loop not in self.training_loops():
+                continue
+            return loop if self._unconditional_in(site.guards, loop) else None
+        if site.function is None or site.bodies or depth >= _MAX_DEPTH:
+            return None
+        if site.guards:
+            return None
+        callers = self.calls.calls_to(site.function)
+        loops = [self._every_step(caller, depth + 1) for caller in callers]
+        if not loops or None in loops:
+            return None
+        return loops[0]
+
+    def _unconditional_in(self, guards: tuple[Guard, ...], loop: Loop) -> bool:
+        return len(guards) == len(self.site(loop).guards)
+
+    def step_functions(self) -> set[cst.FunctionDef]:
+        """The file's functions that a training loop runs on every step."""
+        out: set[cst.FunctionDef] = set()
+        for loop in self.training_loops():
+            stack = [
+                (s, 0) for s in self.body_calls(loop) if self._unconditional_in(s.guards, loop)
+            ]
+            while stack:
+                site, depth = stack.pop()
+                callee = self.calls.local_callee(site.node, site.scope)
+                if callee is None or callee[0] in out or depth >= _MAX_DEPTH:
+                    continue
+                out.add(callee[0])
+                stack.extend(
+                    (s, depth + 1)
+                    for s in self.calls.by_function.get(callee[0], ())
+                    if not s.guards and not s.bodies
+                )
+        return out
+
+    def _inside(self, loop: Loop) -> list[CallSite]:
+        function = self.site(loop).function
+        return [s for s in self.calls.by_function.get(function, ()) if loop in s.loops]
+
+    def _runs(self, site: CallSite, names: tuple[str, ...], depth: int) -> bool:
+        func = site.node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in names:
+            return True
+        if depth >= _MAX_DEPTH:
+            return False
+        return any(self._runs(s, names, depth + 1) for s in self.callee_sites(site))
+
+    # -- gradient accumulation --------------------------------------------------------
+
+    def _runs_backward(self, site: CallSite) -> bool:
+        return self._runs(site, _BACKWARD_CALLS, 0)
+
+    def accumulations(self) -> list[Accumulation]:
+        """Every place the file accumulates gradients over several backward passes."""
+        found: list[Accumulation] = []
+        for loop in self.training_loops():
+            backward = [s for s in self.body_calls(loop) if self._runs_backward(s)]
+            steps = [s for s in self.body_calls(loop) if _is_step(s)]
+            if len(backward) != 1 or not steps:
+                continue
+            (back,) = backward
+            if not self._unconditional_in(back.guards, loop):
+                continue
+            for step in steps:
+                every = self._modulo_step(step, loop)
+                if every is not None:
+                    found.append(Accumulation("modulo", loop, back, step, every))
+                    break
+            else:
+                outer = self._outer_step(loop, back)
+                if outer is not None:
+                    found.append(outer)
+        for loop in self.training_loops():
+            if any(a.loop is loop for a in found):
+                continue
+            outer = self._outer_step(loop, None)
+            if outer is not None:
+                found.append(outer)
+        return found
+
+    def _modulo_step(self, step: CallSite, loop: Loop) -> cst.BaseExpression | None:
+        """k when the step runs under `if <counter> % k == <r>` (or `not <counter> % k`)
+        inside the loop, possibly `or`-ed with an end-of-data test."""
+        inner = step.guards[len(self.site(loop).guards) :]
+        if len(inner) != 1:
+            return None
+        test, positive = inner[0]
+        if not positive:
+            return None
+        return _modulo_of(test)
+
+    def _outer_step(self, loop: Loop, back: CallSite | None) -> Accumulation | None:
+        """`for micro in range(k): ... backward()` then `opt.step()` after it, in the loop
+        around it: the inner loop's iterations are the micro-batches."""
+        if not isinstance(loop, cst.For) or not self.counts(loop):
+            return None
+        if back is None:
+            backward = [s for s in self.body_calls(loop) if self._runs_backward(s)]
+            if len(backward) != 1 or not self._unconditional_in(backward[0].guards, loop):
+                return None
+            back = backward[0]
+        if any(_is_step(s) for s in self.body_calls(loop)):
+            return None
+        bodies = self.site(loop).bodies
+        if not bodies:
+            return None
+        outer = bodies[-1]
+        steps = [
+            s
+            for s in self.body_calls(outer)
+            if _is_step(s) and self._unconditional_in(s.guards, outer) and loop not in s.loops
+        ]
+        iterable = loop.iter
+        if len(steps) != 1 or not isinstance(iterable, cst.Call) or not iterable.args:
+            return None
+        every = iterable.args[-1].value if len(iterable.args) <= 2 else None
+        if every is None:
+            return None
+        return Accumulation("inner-loop", loop, back, steps[0], every)
+
+
+def _is_step(site: CallSite) -> bool:
+    """`<optimizer>.step(...)`, or a GradScaler's `scaler.step(optimizer)`."""
+    func = site.node.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "step":
+        return False
+    receiver = last_name(func.value) or ""
+    return "sched" not in receiver.lower()
+
+
+def _modulo_of(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _modulo_of(test.left) or _modulo_of(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test.expression
+        if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Modulo):
+            return inner.right
+        return None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        if not isinstance(test.comparisons[0].operator, cst.Equal):
+            return None
+        for side in (test.left, test.comparisons[0].comparator):
+            if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
+                return side.right
+    return None
+
+
+def _counts(expr: cst.BaseExpression, scope: Scope) -> bool:
+    if not isinstance(expr, cst.Call):
+        return False
+    if resolves_to(expr.func, scope, _COUNTERS):
+        return True
+    name = last_name(expr.func)
+    if name == "trange":
+        return True
+    if name in ("tqdm", "enumerate", "track") and expr.args and expr.args[0].keyword is None:
+        return _counts(expr.args[0].value, scope)
+    return False
+
+
+def _mentions_epoch(expr: cst.CSTNode) -> bool:
+    """`epoch`, `ep`, `e`, `epoch_idx`, `args.epochs` appear in the expression."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and _EPOCH_NAME.match(node.value):
+            return True
+        if isinstance(node, cst.Attribute):
+            if _EPOCH_NAME.match(node.attr.value):
+                return True
+            stack.append(node.value)
+        elif isinstance(node, cst.Call):
+            stack.extend(arg.value for arg in node.args)  # not the callee: `range`, `tqdm`
+        else:
+            stack.extend(node.children)
+    return False
