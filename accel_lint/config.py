@@ -195,7 +195,7 @@ def find_config(start: Path) -> Path | None:
         if own.is_file():
             return own
         pyproject = candidate_dir / "pyproject.toml"
-        if pyproject.is_file() and "accel-lint" in _read_toml(pyproject).get("tool", {}):
+        if pyproject.is_file() and "accel-lint" in _table(_read_toml(pyproject), "tool", pyproject):
             return pyproject
     return None
 
@@ -208,14 +208,26 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: invalid TOML: not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from exc
+
+
+def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    """`data[key]` when it is a table, {} when absent; anything else is an error."""
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: `{key}` must be a table (found {type(value).__name__})")
+    return value
 
 
 def _config_table(path: Path) -> dict[str, Any]:
     data = _read_toml(path)
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("accel-lint", {})
+        table = _table(data, "tool", path).get("accel-lint", {})
     else:
-        table = data.get("tool", {}).get("accel-lint", data)
+        table = _table(data, "tool", path).get("accel-lint", data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.accel-lint] must be a table")
     return table
@@ -242,10 +254,13 @@ def infer_target_torch(pyproject: Path) -> tuple[int, int] | None:
         data = _read_toml(pyproject)
     except ConfigError:
         return None
-    project = data.get("project", {})
-    requirements: list[object] = list(project.get("dependencies", []) or [])
-    for extra in (project.get("optional-dependencies", {}) or {}).values():
-        requirements.extend(extra or [])
+    project = _table(data, "project", pyproject)
+    requirements: list[object] = list(
+        _str_list(project.get("dependencies", []), "project.dependencies", pyproject)
+    )
+    extras = _table(project, "optional-dependencies", pyproject)
+    for name, extra in extras.items():
+        requirements.extend(_str_list(extra, f"project.optional-dependencies.{name}", pyproject))
     for req in requirements:
         if not isinstance(req, str):
             continue

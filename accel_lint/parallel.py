@@ -141,11 +141,12 @@ def map_ordered(
 def _stop(executor: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers now (Ctrl-C): waiting for
     a worker to finish a large file would keep the user waiting."""
-    executor.shutdown(wait=False, cancel_futures=True)
-    processes = getattr(executor, "_processes", None) or {}
-    for process in list(processes.values()):
+    # taken before shutdown(), which forgets them (`_processes = None`)
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    for process in processes:
         with contextlib.suppress(Exception):
             process.terminate()
+    executor.shutdown(wait=False, cancel_futures=True)
 
 
 def _isolated(

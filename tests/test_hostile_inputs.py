@@ -4,6 +4,7 @@ parser, files that CPython rejects but libcst accepts (and the reverse)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import cli
 
 TRAIN = """\
 import torch
@@ -216,3 +219,148 @@ def test_syntax_newer_than_the_running_python_is_checked_and_said(tmp_path: Path
     assert sorted(code for _, code, _ in findings(result)) == ["ACL101", "ACL102"]
     assert "new.py: uses syntax newer than Python" in result.stderr
     assert "type alias statement" in result.stderr
+
+
+# -- clear errors, exit 2, never a traceback (issue 9, item 10) ---------------------
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "says"),
+    [
+        (b"tool = 5\n", b"`tool` must be a table"),
+        (b"project = 5\n", b"`project` must be a table"),
+        (b"[project]\ndependencies = 5\n", b"`project.dependencies` must be a list of strings"),
+        (b'[project]\nname = "\xff"\n', b"invalid TOML: not UTF-8"),
+    ],
+)
+def test_a_malformed_pyproject_on_the_search_path_is_a_clear_error(
+    tmp_path: Path, pyproject: bytes, says: bytes
+) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(pyproject)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(TRAIN)
+    (tmp_path / "train.py").write_text(TRAIN)
+    # below it (found while looking for a configuration), and beside it (where the
+    # project's torch requirement is read)
+    for target in ("pkg/train.py", "train.py"):
+        ran = cli("check", target, cwd=tmp_path)
+        if target == "pkg/train.py" and b"project" in pyproject and b"name" not in pyproject:
+            assert ran.returncode == 1, ran.stderr  # not the project's own file: not read
+            continue
+        assert ran.returncode == 2, ran.stderr
+        assert says.decode(errors="replace") in ran.stderr
+        assert "Traceback" not in ran.stderr
+
+
+def test_closed_stdin_is_a_clear_error(tmp_path: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "accel_lint", "check", "-"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert ran.returncode == 2, ran.stderr
+    assert "standard input is closed" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+def test_file_names_that_are_not_utf8_are_written_in_every_format(tmp_path: Path) -> None:
+    """SARIF percent-encodes the name's bytes; a UTF-8 terminal gets the name's own
+    bytes; PYTHONIOENCODING=ascii gets escapes. Exit 1 (findings) every time."""
+    name = os.fsdecode(b"odd\xff.py")
+    (tmp_path / name).write_text(TRAIN)
+    sarif = run("check", "--output-format", "sarif", ".", cwd=tmp_path)
+    assert sarif.returncode == 1, sarif.stderr
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(sarif.stdout)["runs"][0]["results"]
+    }
+    assert uris == {"odd%FF.py"}
+    raw = subprocess.run(
+        [sys.executable, "-m", "accel_lint", "check", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"},
+    )
+    assert raw.returncode == 1, raw.stderr
+    assert b"odd\xff.py:" in raw.stdout
+    ascii_run = subprocess.run(
+        [sys.executable, "-m", "accel_lint", "check", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "ascii"},
+    )
+    assert ascii_run.returncode == 1, ascii_run.stderr
+    assert b"odd\\udcff.py:" in ascii_run.stdout
+    assert b"Traceback" not in ascii_run.stderr
+
+
+def test_ctrl_c_during_check_exits_130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import accel_lint.cli.check
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(accel_lint.cli.check, "lint_paths", interrupted)
+    (tmp_path / "train.py").write_text(TRAIN)
+    ran = cli("check", "--no-cache", ".", cwd=tmp_path)
+    assert ran.returncode == 130, ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="POSIX signals")
+def test_ctrl_c_on_a_running_parallel_check_ends_it_at_once_with_130(tmp_path: Path) -> None:
+    """The real thing: SIGINT to the process group (what a terminal's Ctrl-C does)
+    of a check busy with two workers on a minute's work: it ends within seconds,
+    its workers with it (they were left running to the end of their files)."""
+    import signal
+    import time
+
+    for i in range(400):
+        (tmp_path / f"train_{i}.py").write_text(TRAIN * 60)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accel_lint", "check", "--no-cache", "-j", "2", "."],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 30
+    # past start-up, inside the run: the workers are forked
+    while time.monotonic() < deadline and proc.poll() is None:
+        if not children.exists() or len(children.read_text().split()) >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    interrupted = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert time.monotonic() - interrupted < 20
+    assert proc.returncode == 130, err.decode()
+    assert b"Traceback" not in err
+
+
+def test_unexpected_errors_exit_2_not_the_findings_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import accel_lint.cli.check
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(accel_lint.cli.check, "lint_paths", broken)
+    (tmp_path / "train.py").write_text(TRAIN)
+    ran = cli("check", "--no-cache", ".", cwd=tmp_path)
+    assert ran.returncode == 2
+    assert "internal error" in ran.stderr and "RuntimeError: a bug" in ran.stderr

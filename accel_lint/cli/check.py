@@ -16,6 +16,7 @@ from accel_lint.cli.common import (
     fail,
     internal_error,
     jobs_option,
+    read_stdin,
     selection_options,
     warn,
 )
@@ -102,7 +103,7 @@ def check(
     reports: list[FileReport]
     if shared.stdin:
         name = shared.stdin_filename or "-"
-        reports = [lint_bytes(name, sys.stdin.buffer.read(), settings, with_edits=with_edits)]
+        reports = [lint_bytes(name, read_stdin(), settings, with_edits=with_edits)]
     else:
         files = discover(shared.paths, settings, force_exclude=force_exclude)
         reports = lint_paths(

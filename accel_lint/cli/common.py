@@ -17,6 +17,17 @@ from accel_lint.config import ConfigError, Selection, Settings, load_settings, p
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
+def read_stdin() -> bytes:
+    """Standard input's bytes; closed or unreadable is a usage error."""
+    stream = sys.stdin
+    if stream is None:
+        fail("standard input is closed (`-` reads the file from it)")
+    try:
+        return stream.buffer.read()
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read standard input: {exc}")
+
+
 def fail(message: str) -> NoReturn:
     click.echo(f"accel-lint: error: {message}", err=True)
     sys.exit(EXIT_ERROR)

@@ -15,6 +15,7 @@ from accel_lint.cli.common import (
     common,
     internal_error,
     jobs_option,
+    read_stdin,
     selection_options,
     warn,
 )
@@ -59,7 +60,7 @@ def fix(
     settings = shared.settings
     reports: list[FixReport]
     if shared.stdin:
-        reports = [fix_bytes(shared.stdin_filename or "-", sys.stdin.buffer.read(), settings)]
+        reports = [fix_bytes(shared.stdin_filename or "-", read_stdin(), settings)]
     else:
         targets = discover(shared.paths, settings, force_exclude=force_exclude)
         reports = fix_paths(targets, settings, use_cache=not no_cache, jobs=jobs)
