@@ -233,6 +233,49 @@ def _config_table(path: Path) -> dict[str, Any]:
     return table
 
 
+PATTERNS_SUPPORTED = (
+    "a name (`legacy`, matching a file or directory of that name anywhere), a path "
+    "relative to the configuration's directory (`src/legacy`, `tests/*.py`), or a glob "
+    "of a file name (`*_test.py`); `*`, `?` and `[...]` as in fnmatch"
+)
+
+
+def check_pattern(pattern: str, key: str, where: Path | str) -> str:
+    """`pattern` if `path_matches` can do what it says; otherwise a ConfigError that
+    says what is supported (a pattern that silently matches nothing is worse)."""
+    problem = None
+    if not pattern.strip():
+        problem = "is empty"
+    elif pattern.startswith("!"):
+        problem = "is a negation (`!`), which is not supported"
+    elif pattern.startswith(("./", "../")) or "/./" in pattern or "/../" in pattern:
+        problem = "starts with or contains `.` or `..`; write it relative to the configuration"
+    elif "\\" in pattern:
+        problem = "contains a backslash; use `/` between parts"
+    elif _unclosed_bracket(pattern):
+        problem = "has a `[` without its `]`"
+    if problem is not None:
+        raise ConfigError(f"{where}: {key} pattern {pattern!r} {problem}; use {PATTERNS_SUPPORTED}")
+    return pattern
+
+
+def _unclosed_bracket(pattern: str) -> bool:
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            close = pattern.find("]", j)
+            if close < 0:
+                return True
+            i = close
+        i += 1
+    return False
+
+
 def _str_list(value: Any, key: str, path: Path) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{path}: `{key}` must be a list of strings")
@@ -244,6 +287,22 @@ def parse_version(text: str) -> tuple[int, int] | None:
     if not m:
         return None
     return int(m.group(1)), int(m.group(2) or 0)
+
+
+_TARGET_TORCH = re.compile(r"([1-9][0-9]*)\.([0-9]+)(?:\.[0-9]+)?")
+
+
+def _target_torch(raw: Any, where: Path) -> tuple[int, int]:
+    """A torch release, as a string: "2.1" or "1.13.1". Not a number (1.10 in TOML is
+    the float 1.1), not a major version alone ("2" would mean 2.0 to one reader and
+    any 2.x to another), nothing after the version."""
+    match = _TARGET_TORCH.fullmatch(raw.strip()) if isinstance(raw, str) else None
+    if match is None:
+        raise ConfigError(
+            f'{where}: `target-torch` must be a torch release as a string, such as "2.1" '
+            f'or "1.13.1" (got {raw!r})'
+        )
+    return int(match.group(1)), int(match.group(2))
 
 
 def infer_target_torch(pyproject: Path) -> tuple[int, int] | None:
@@ -317,6 +376,7 @@ def load_settings(
     per_file: list[tuple[str, frozenset[str]]] = []
     codes = BY_CODE
     for pattern, pcodes in pfi_raw.items():
+        check_pattern(pattern, "per-file-ignores", where)
         plist = _str_list(pcodes, f"per-file-ignores.{pattern}", where)
         _check_codes(plist, f"{where}: per-file-ignores.{pattern}")
         expanded = {c for c in codes if any(c.startswith(p) or p == "ALL" for p in plist)}
@@ -324,7 +384,10 @@ def load_settings(
 
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     if "exclude" in table:
-        exclude = DEFAULT_EXCLUDE + _str_list(table["exclude"], "exclude", where)
+        exclude = DEFAULT_EXCLUDE + tuple(
+            check_pattern(p, "exclude", where)
+            for p in _str_list(table["exclude"], "exclude", where)
+        )
 
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
@@ -337,10 +400,7 @@ def load_settings(
         root = root.parent
     target: tuple[int, int] | None = None
     if "target-torch" in table:
-        raw = table["target-torch"]
-        target = parse_version(str(raw)) if isinstance(raw, (str, int, float)) else None
-        if target is None:
-            raise ConfigError(f'{where}: `target-torch` must be a version such as "2.1"')
+        target = _target_torch(table["target-torch"], where)
     else:
         target = infer_target_torch(root / "pyproject.toml")
 
@@ -385,12 +445,16 @@ def _rule_options(raw: Any, where: Path) -> dict[str, dict[str, Any]]:
     return result
 
 
-def parse_codes(value: str | None) -> tuple[str, ...] | None:
-    """`--select ACL1,ACL301` to a tuple; None when the option was not given."""
+def parse_codes(value: str | None, option: str = "--select") -> tuple[str, ...] | None:
+    """`--select ACL1,ACL301` to a tuple; None when the option was not given. Given
+    with no code (`--select ""`) is an error: it would select nothing and pass."""
     if value is None:
         return None
-    return tuple(
+    codes = tuple(
         c.strip().upper() if c.strip().upper() == "ALL" else c.strip()
         for c in value.split(",")
         if c.strip()
     )
+    if not codes:
+        raise ConfigError(f"{option} needs at least one rule code or prefix (or ALL)")
+    return codes

@@ -18,6 +18,7 @@ from accel_lint.cli.common import (
     jobs_option,
     read_stdin,
     selection_options,
+    stdin_excluded,
     warn,
 )
 from accel_lint.diagnostic import Diagnostic
@@ -101,7 +102,9 @@ def check(
     settings = shared.settings
     with_edits = output_format in ("json", "sarif")
     reports: list[FileReport]
-    if shared.stdin:
+    if stdin_excluded(shared, force_exclude):
+        reports = []
+    elif shared.stdin:
         name = shared.stdin_filename or "-"
         reports = [lint_bytes(name, read_stdin(), settings, with_edits=with_edits)]
     else:

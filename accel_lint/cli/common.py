@@ -108,11 +108,14 @@ def common(
     stdin = paths == ["-"]
     if "-" in paths and not stdin:
         fail("`-` (standard input) cannot be combined with other paths")
-    cli = Selection(
-        select=parse_codes(select),
-        extend_select=parse_codes(extend_select) or (),
-        ignore=parse_codes(ignore) or (),
-    )
+    try:
+        cli = Selection(
+            select=parse_codes(select, "--select"),
+            extend_select=parse_codes(extend_select, "--extend-select") or (),
+            ignore=parse_codes(ignore, "--ignore") or (),
+        )
+    except ConfigError as exc:
+        fail(str(exc))
     if stdin:
         anchor = Path(stdin_filename).resolve().parent if stdin_filename else Path.cwd()
     else:
@@ -128,6 +131,17 @@ def common(
     except ConfigError as exc:
         fail(str(exc))
     return Common(settings, paths, stdin, stdin_filename)
+
+
+def stdin_excluded(shared: Common, force_exclude: bool) -> bool:
+    """`--force-exclude` applies to standard input too, by its `--stdin-filename`
+    (what editors and pre-commit pass): an excluded name is neither linted nor fixed."""
+    return (
+        shared.stdin
+        and force_exclude
+        and shared.stdin_filename is not None
+        and shared.settings.is_excluded(shared.stdin_filename)
+    )
 
 
 def internal_error(path: str, trace: str) -> None:

@@ -17,6 +17,7 @@ from accel_lint.cli.common import (
     jobs_option,
     read_stdin,
     selection_options,
+    stdin_excluded,
     warn,
 )
 from accel_lint.config import Settings
@@ -59,6 +60,11 @@ def fix(
     )
     settings = shared.settings
     reports: list[FixReport]
+    if stdin_excluded(shared, force_exclude):
+        data = read_stdin()
+        if apply_:
+            _write_bytes(sys.stdout, data)  # what a formatter does: the input, untouched
+        sys.exit(EXIT_OK)
     if shared.stdin:
         reports = [fix_bytes(shared.stdin_filename or "-", read_stdin(), settings)]
     else:
