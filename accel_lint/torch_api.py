@@ -159,3 +159,227 @@ RANDOM_FUNCTIONS = frozenset(
         "poisson",
     )
 )
+
+# Factory functions that take `device=` (keyword-only) and build a new tensor; the
+# random ones draw from the generator of the device they run on.
+TENSOR_CREATOR_NAMES = (
+    "zeros",
+    "ones",
+    "rand",
+    "randn",
+    "empty",
+    "full",
+    "arange",
+    "tensor",
+    "eye",
+    "linspace",
+)
+TENSOR_CREATORS = frozenset(f"torch.{n}" for n in TENSOR_CREATOR_NAMES)
+RANDOM_CREATORS = frozenset({"torch.rand", "torch.randn"})
+# Creators whose values are the same in every dtype (0, 1, uninitialised): a dtype
+# conversion after them can be folded into `dtype=` without changing a bit.
+DTYPE_EXACT_CREATORS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.eye"})
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+# -- devices, continued -----------------------------------------------------------------
+
+# Calls that answer "is an accelerator available?": a test on them chooses the device.
+DEVICE_TESTS = frozenset(
+    {"torch.cuda.is_available", "torch.accelerator.is_available", "torch.xpu.is_available"}
+)
+# Calls that return an accelerator device (or its index).
+ACCELERATOR_DEVICES = frozenset(
+    {
+        "torch.accelerator.current_accelerator",
+        "torch.cuda.current_device",
+        "torch.xpu.current_device",
+    }
+)
+# Device types that are accelerators a host tensor is copied to.
+ACCELERATOR_TYPES = frozenset({"cuda", "xpu", "mps"})
+DEFAULT_COLLATE = frozenset(
+    {
+        "torch.utils.data.default_collate",
+        "torch.utils.data.dataloader.default_collate",
+        "torch.utils.data._utils.collate.default_collate",
+    }
+)
+# -- autograd ---------------------------------------------------------------------------
+
+_GRAD_MODE = ("torch", "torch.autograd", "torch.autograd.grad_mode")
+# Contexts and decorators that stop autograd from recording a graph.
+NO_GRAD = _spellings(_GRAD_MODE, ("no_grad", "inference_mode"))
+SET_GRAD_ENABLED = _spellings(_GRAD_MODE, ("set_grad_enabled",))
+ENABLE_GRAD = _spellings(_GRAD_MODE, ("enable_grad",))
+AUTOGRAD_GRAD = frozenset({"torch.autograd.grad"})
+AUTOGRAD_BACKWARD = frozenset({"torch.autograd.backward"})
+# Functions that differentiate (`torch.func.grad`, `torch.autograd.functional.jacobian`).
+_FUNC_TRANSFORMS = ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian")
+DIFFERENTIATE = _spellings(("torch.func", "functorch"), _FUNC_TRANSFORMS) | _spellings(
+    ("torch.autograd.functional",), ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")
+)
+
+# Debugging aids that slow every step when left on.
+SET_DETECT_ANOMALY = _spellings(
+    ("torch.autograd", "torch.autograd.anomaly_mode"), ("set_detect_anomaly",)
+)
+DETECT_ANOMALY = _spellings(("torch.autograd", "torch.autograd.anomaly_mode"), ("detect_anomaly",))
+AUTOGRAD_PROFILER = _spellings(
+    ("torch.autograd.profiler", "torch.autograd.profiler_legacy"), ("profile",)
+) | frozenset({"torch.autograd.profiler.emit_nvtx"})
+GRADCHECK = _spellings(
+    ("torch.autograd", "torch.autograd.gradcheck"), ("gradcheck", "gradgradcheck")
+)
+
+# -- device memory and synchronization ----------------------------------------------------
+
+EMPTY_CACHE = frozenset(
+    {
+        "torch.cuda.empty_cache",
+        "torch.cuda.memory.empty_cache",
+        "torch.mps.empty_cache",
+        "torch.xpu.empty_cache",
+        "torch.xpu.memory.empty_cache",
+        "torch.accelerator.empty_cache",
+        "torch.accelerator.memory.empty_cache",
+    }
+)
+DEVICE_SYNCHRONIZE = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.mps.synchronize",
+        "torch.xpu.synchronize",
+        "torch.accelerator.synchronize",
+    }
+)
+# Tensor methods that copy to the host and wait for the device.
+HOST_SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+
+# -- mixed precision ------------------------------------------------------------------
+
+# torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)
+AUTOCAST_GENERIC = frozenset(
+    {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
+)
+# torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)
+AUTOCAST_CUDA_LEGACY = frozenset(
+    {"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"}
+)
+# torch.cpu.amp.autocast(enabled=True, dtype=torch.bfloat16, cache_enabled=True)
+AUTOCAST_CPU_LEGACY = frozenset({"torch.cpu.amp.autocast", "torch.cpu.amp.autocast_mode.autocast"})
+AUTOCAST = AUTOCAST_GENERIC | AUTOCAST_CUDA_LEGACY | AUTOCAST_CPU_LEGACY
+# what autocast computes in when no dtype is given (torch.get_autocast_dtype's defaults)
+AUTOCAST_DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
+
+# torch.amp.GradScaler(device="cuda", init_scale, growth_factor, backoff_factor,
+# growth_interval, enabled); the legacy classes take the same arguments without `device`
+GRAD_SCALER_GENERIC = frozenset(
+    {"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler"}
+)
+GRAD_SCALER_CUDA_LEGACY = frozenset(
+    {"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"}
+)
+GRAD_SCALER_CPU_LEGACY = frozenset(
+    {"torch.cpu.amp.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler"}
+)
+GRAD_SCALER = GRAD_SCALER_GENERIC | GRAD_SCALER_CUDA_LEGACY | GRAD_SCALER_CPU_LEGACY
+
+CUSTOM_FWD_CUDA_LEGACY = frozenset(
+    {"torch.cuda.amp.custom_fwd", "torch.cuda.amp.autocast_mode.custom_fwd"}
+)
+CUSTOM_BWD_CUDA_LEGACY = frozenset(
+    {"torch.cuda.amp.custom_bwd", "torch.cuda.amp.autocast_mode.custom_bwd"}
+)
+# The deprecated spellings of `torch.cuda.amp` / `torch.cpu.amp` (a FutureWarning from
+# torch 2.4) and the device their `torch.amp` replacement must name.
+DEPRECATED_AMP: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(AUTOCAST_CUDA_LEGACY, ("autocast", "cuda")),
+    **dict.fromkeys(AUTOCAST_CPU_LEGACY, ("autocast", "cpu")),
+    **dict.fromkeys(GRAD_SCALER_CUDA_LEGACY, ("GradScaler", "cuda")),
+    **dict.fromkeys(GRAD_SCALER_CPU_LEGACY, ("GradScaler", "cpu")),
+    **dict.fromkeys(CUSTOM_FWD_CUDA_LEGACY, ("custom_fwd", "cuda")),
+    **dict.fromkeys(CUSTOM_BWD_CUDA_LEGACY, ("custom_bwd", "cuda")),
+}
+DEPRECATED_AMP_SINCE = (2, 4)
+DEPRECATED_AMP_MODULES = frozenset(
+    {
+        "torch.cuda.amp",
+        "torch.cpu.amp",
+        "torch.cuda.amp.autocast_mode",
+        "torch.cpu.amp.autocast_mode",
+    }
+)
+
+FLOAT16 = frozenset({"torch.float16", "torch.half"})
+BFLOAT16 = frozenset({"torch.bfloat16"})
+DTYPE_NAMES = {
+    "torch.float16": "float16",
+    "torch.half": "float16",
+    "torch.bfloat16": "bfloat16",
+    "torch.float32": "float32",
+    "torch.float": "float32",
+    "torch.float64": "float64",
+    "torch.double": "float64",
+}
+
+CLIP_GRAD = _spellings(
+    ("torch.nn.utils", "torch.nn.utils.clip_grad"),
+    ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"),
+)
+
+# the TF32 switches: legacy booleans and, from torch 2.9, the `fp32_precision` strings
+TF32_LEGACY_MATMUL = "torch.backends.cuda.matmul.allow_tf32"
+TF32_LEGACY_CUDNN = "torch.backends.cudnn.allow_tf32"
+FP32_PRECISION_SINCE = (2, 9)
+FP32_PRECISION_OWNERS = frozenset(
+    {
+        "torch.backends",
+        "torch.backends.cuda.matmul",
+        "torch.backends.cudnn",
+        "torch.backends.cudnn.conv",
+        "torch.backends.cudnn.rnn",
+        "torch.backends.mkldnn",
+        "torch.backends.mkldnn.matmul",
+        "torch.backends.mkldnn.conv",
+        "torch.backends.mkldnn.rnn",
+    }
+)
+FLOAT32_MATMUL_PRECISION = frozenset(
+    {"torch.set_float32_matmul_precision", "torch.get_float32_matmul_precision"}
+)
+
+# -- optimizers -----------------------------------------------------------------------
+
+# torch.optim optimizers that take `foreach=` (and the ones with a `fused=` CUDA kernel)
+FOREACH_OPTIMIZER_CLASSES = (
+    "Adadelta",
+    "Adafactor",
+    "Adagrad",
+    "Adam",
+    "Adamax",
+    "AdamW",
+    "ASGD",
+    "NAdam",
+    "RAdam",
+    "RMSprop",
+    "Rprop",
+    "SGD",
+)
+FOREACH_OPTIMIZERS = frozenset(f"torch.optim.{n}" for n in FOREACH_OPTIMIZER_CLASSES) | frozenset(
+    f"torch.optim.{n.lower()}.{n}" for n in FOREACH_OPTIMIZER_CLASSES
+)
+FUSED_OPTIMIZERS = frozenset(f"torch.optim.{n}" for n in ("Adam", "AdamW", "SGD")) | frozenset(
+    f"torch.optim.{n.lower()}.{n}" for n in ("Adam", "AdamW", "SGD")
+)
+OPTIMIZER_BASE = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+
+# -- determinism ----------------------------------------------------------------------
+
+USE_DETERMINISTIC_ALGORITHMS = frozenset({"torch.use_deterministic_algorithms"})
+CUDNN_DETERMINISTIC = "torch.backends.cudnn.deterministic"
+
+# -- other libraries -------------------------------------------------------------------
+
+# apex's own mixed precision (deprecated by apex in favour of torch.amp)
+APEX_AMP = _spellings(("apex.amp", "apex.amp.frontend", "apex.amp.handle"), ("initialize", "init"))
+APEX_AMP |= _spellings(("apex.amp", "apex.amp.handle"), ("scale_loss",))
