@@ -45,9 +45,7 @@ class Workload:
 
 
 WORKLOADS = (
-    Workload(
-        "cnn", "cnn/train.py", ("ACL201", "ACL202", "ACL203"), "ResNet-style CNN, conv+BN"
-    ),
+    Workload("cnn", "cnn/train.py", ("ACL201", "ACL202", "ACL203"), "ResNet-style CNN, conv+BN"),
     Workload(
         "images-sync",
         "images/sync_loader.py",
@@ -251,12 +249,12 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 f"| {workload['name']} | {', '.join(workload['codes'])} | | "
                 f"{workload.get('error', 'failed')} | | | |"
             )
-        for row in workload.get("fixes", []):
-            lines.append(
-                f"| {workload['name']} | {row['code']} | {row['row']} | {row['verdict']} | "
-                f"{_ratio(row)} | {_mib(row['peak_memory_bytes'])} | "
-                f"{_mib(row['peak_device_memory_bytes'])} |"
-            )
+        lines.extend(
+            f"| {workload['name']} | {row['code']} | {row['row']} | {row['verdict']} | "
+            f"{_ratio(row)} | {_mib(row['peak_memory_bytes'])} | "
+            f"{_mib(row['peak_device_memory_bytes'])} |"
+            for row in workload.get("fixes", [])
+        )
     return "\n".join(lines) + "\n"
 
 
