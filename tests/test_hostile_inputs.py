@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,7 +127,8 @@ def test_fix_goes_on_past_a_deeply_nested_file(tmp_path: Path) -> None:
     before = {name: (tmp_path / name).read_bytes() for name in deep}
     result = run("fix", "--apply", "--no-cache", ".", cwd=tmp_path)
     assert result.returncode == 1, result.stderr[-2000:]
-    assert "Fixed 1 finding in 1 file." in result.stderr
+    # pin_memory, and what other rules' safe fixes add to train.py (non_blocking copies)
+    assert re.search(r"Fixed \d+ findings? in 1 file\.", result.stderr), result.stderr
     assert "pin_memory=True" in (tmp_path / "train.py").read_text()
     assert {name: (tmp_path / name).read_bytes() for name in deep} == before
     assert result.stderr.count("too deeply nested") == len(deep)
