@@ -104,15 +104,48 @@ def _dump(diag: Diagnostic) -> list[Any]:
     ]
 
 
+def _typed(value: Any, *types: type) -> Any:
+    """`value` when it is of one of `types` (an int is not a bool here), else ValueError:
+    an entry of valid JSON with other types is a miss, never a crash of a later run."""
+    if isinstance(value, bool) and bool not in types:
+        raise ValueError(f"unexpected {value!r} in the cache")
+    if not isinstance(value, types):
+        raise ValueError(f"unexpected {type(value).__name__} in the cache")
+    return value
+
+
 def _load(raw: list[Any], filename: str, with_edits: bool) -> Diagnostic:
+    if len(raw) not in (11, 12):
+        raise ValueError("unexpected entry length in the cache")
     code, name, message, row, column, end_row, end_column, has_fix, safety, fix_message, fix = raw[
         :11
     ]
-    cell = raw[11] if len(raw) > 11 else None
+    cell = _typed(raw[11], int, type(None)) if len(raw) > 11 else None
+    for text in (code, name, message):
+        _typed(text, str)
+    for number in (row, column, end_row, end_column):
+        _typed(number, int)
+    _typed(has_fix, bool)
+    _typed(safety, str, type(None))
+    _typed(fix_message, str, type(None))
     view = None
     if fix is not None and with_edits:
-        applicability, fmessage, edits = fix
-        view = FixView(applicability, fmessage, tuple(Edit(*edit) for edit in edits))
+        applicability, fmessage, edits = _typed(fix, list)
+        _typed(applicability, str)
+        _typed(fmessage, str)
+        loaded = []
+        for edit in _typed(edits, list):
+            c, r, col, er, ec = _typed(edit, list)
+            loaded.append(
+                Edit(
+                    _typed(c, str),
+                    _typed(r, int),
+                    _typed(col, int),
+                    _typed(er, int),
+                    _typed(ec, int),
+                )
+            )
+        view = FixView(applicability, fmessage, tuple(loaded))
     return Diagnostic(
         code,
         name,
@@ -171,7 +204,7 @@ class ResultCache:
                 return None
             if with_edits and not has_edits:
                 return None
-            found = [_load(item, path, with_edits) for item in raw]
+            found = [_load(_typed(item, list), path, with_edits) for item in _typed(raw, list)]
         except (TypeError, ValueError):  # no entry, or one written by someone else
             return None
         if seen != self._today:

@@ -200,7 +200,7 @@ def find_config(start: Path) -> Path | None:
         if own.is_file():
             return own
         pyproject = candidate_dir / "pyproject.toml"
-        if pyproject.is_file() and "accel-lint" in _read_toml(pyproject).get("tool", {}):
+        if pyproject.is_file() and "accel-lint" in _table(_read_toml(pyproject), "tool", pyproject):
             return pyproject
     return None
 
@@ -213,17 +213,72 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: invalid TOML: not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from exc
+
+
+def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    """`data[key]` when it is a table, {} when absent; anything else is an error."""
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: `{key}` must be a table (found {type(value).__name__})")
+    return value
 
 
 def _config_table(path: Path) -> dict[str, Any]:
     data = _read_toml(path)
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("accel-lint", {})
+        table = _table(data, "tool", path).get("accel-lint", {})
     else:
-        table = data.get("tool", {}).get("accel-lint", data)
+        table = _table(data, "tool", path).get("accel-lint", data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.accel-lint] must be a table")
     return table
+
+
+PATTERNS_SUPPORTED = (
+    "a name (`legacy`, matching a file or directory of that name anywhere), a path "
+    "relative to the configuration's directory (`src/legacy`, `tests/*.py`), or a glob "
+    "of a file name (`*_test.py`); `*`, `?` and `[...]` as in fnmatch"
+)
+
+
+def check_pattern(pattern: str, key: str, where: Path | str) -> str:
+    """`pattern` if `path_matches` can do what it says; otherwise a ConfigError that
+    says what is supported (a pattern that silently matches nothing is worse)."""
+    problem = None
+    if not pattern.strip():
+        problem = "is empty"
+    elif pattern.startswith("!"):
+        problem = "is a negation (`!`), which is not supported"
+    elif pattern.startswith(("./", "../")) or "/./" in pattern or "/../" in pattern:
+        problem = "starts with or contains `.` or `..`; write it relative to the configuration"
+    elif "\\" in pattern:
+        problem = "contains a backslash; use `/` between parts"
+    elif _unclosed_bracket(pattern):
+        problem = "has a `[` without its `]`"
+    if problem is not None:
+        raise ConfigError(f"{where}: {key} pattern {pattern!r} {problem}; use {PATTERNS_SUPPORTED}")
+    return pattern
+
+
+def _unclosed_bracket(pattern: str) -> bool:
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            close = pattern.find("]", j)
+            if close < 0:
+                return True
+            i = close
+        i += 1
+    return False
 
 
 def _str_list(value: Any, key: str, path: Path) -> tuple[str, ...]:
@@ -239,6 +294,31 @@ def parse_version(text: str) -> tuple[int, int] | None:
     return int(m.group(1)), int(m.group(2) or 0)
 
 
+_TARGET_TORCH = re.compile(r"([1-9][0-9]*)\.([0-9]+)(?:\.[0-9]+)?")
+
+
+def _target_torch(raw: Any, where: Path) -> tuple[int, int]:
+    """A torch release, as a string: "2.1" or "1.13.1". Not a number (1.10 in TOML is
+    the float 1.1), not a major version alone ("2" would mean 2.0 to one reader and
+    any 2.x to another), nothing after the version."""
+    if not isinstance(raw, str):
+        got = (
+            f"the TOML float {raw!r}: quote the version, or 1.10 reads as 1.1"
+            if isinstance(raw, float)
+            else _toml(raw)
+        )
+        raise ConfigError(
+            f'{where}: `target-torch` must be a string such as "2.1", not {raw!r} (got {got})'
+        )
+    match = _TARGET_TORCH.fullmatch(raw.strip())
+    if match is None:
+        raise ConfigError(
+            f'{where}: `target-torch` must be a string such as "2.1" or "1.13.1" naming a '
+            f"torch release (got {_toml(raw)})"
+        )
+    return int(match.group(1)), int(match.group(2))
+
+
 def infer_target_torch(pyproject: Path) -> tuple[int, int] | None:
     """The oldest torch the project supports, from its own `torch` requirement."""
     if not pyproject.is_file():
@@ -247,10 +327,13 @@ def infer_target_torch(pyproject: Path) -> tuple[int, int] | None:
         data = _read_toml(pyproject)
     except ConfigError:
         return None
-    project = data.get("project", {})
-    requirements: list[object] = list(project.get("dependencies", []) or [])
-    for extra in (project.get("optional-dependencies", {}) or {}).values():
-        requirements.extend(extra or [])
+    project = _table(data, "project", pyproject)
+    requirements: list[object] = list(
+        _str_list(project.get("dependencies", []), "project.dependencies", pyproject)
+    )
+    extras = _table(project, "optional-dependencies", pyproject)
+    for name, extra in extras.items():
+        requirements.extend(_str_list(extra, f"project.optional-dependencies.{name}", pyproject))
     for req in requirements:
         if not isinstance(req, str):
             continue
@@ -309,6 +392,7 @@ def load_settings(
     per_file: list[tuple[str, frozenset[str]]] = []
     codes = BY_CODE
     for pattern, pcodes in pfi_raw.items():
+        check_pattern(pattern, "per-file-ignores", where)
         plist = _str_list(pcodes, f"per-file-ignores.{pattern}", where)
         _check_codes(plist, f"{where}: per-file-ignores.{pattern}")
         expanded = {c for c in codes if any(c.startswith(p) or p == "ALL" for p in plist)}
@@ -316,8 +400,11 @@ def load_settings(
 
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     if "exclude" in table:
-        exclude = DEFAULT_EXCLUDE + _str_list(table["exclude"], "exclude", where)
-    exclude += tuple(extend_exclude)
+        exclude = DEFAULT_EXCLUDE + tuple(
+            check_pattern(p, "exclude", where)
+            for p in _str_list(table["exclude"], "exclude", where)
+        )
+    exclude += tuple(check_pattern(p, "--extend-exclude", where) for p in extend_exclude)
     respect_gitignore = table.get("respect-gitignore", True)
     if not isinstance(respect_gitignore, bool):
         raise ConfigError(f"{where}: `respect-gitignore` must be true or false")
@@ -333,16 +420,7 @@ def load_settings(
         root = root.parent
     target: tuple[int, int] | None = None
     if "target-torch" in table:
-        raw = table["target-torch"]
-        # a string only: the TOML float 1.10 reads as 1.1
-        target = parse_version(raw) if isinstance(raw, str) else None
-        if target is None:
-            got = (
-                f"the TOML float {raw!r}: quote the version, or 1.10 reads as 1.1"
-                if isinstance(raw, float)
-                else _toml(raw)
-            )
-            raise ConfigError(f'{where}: `target-torch` must be a string such as "2.1" (got {got})')
+        target = _target_torch(table["target-torch"], where)
     else:
         target = infer_target_torch(root / "pyproject.toml")
 
@@ -426,12 +504,16 @@ def _toml(value: Any) -> str:
     return repr(value)
 
 
-def parse_codes(value: str | None) -> tuple[str, ...] | None:
-    """`--select ACL1,ACL301` to a tuple; None when the option was not given."""
+def parse_codes(value: str | None, option: str = "--select") -> tuple[str, ...] | None:
+    """`--select ACL1,ACL301` to a tuple; None when the option was not given. Given
+    with no code (`--select ""`) is an error: it would select nothing and pass."""
     if value is None:
         return None
-    return tuple(
+    codes = tuple(
         c.strip().upper() if c.strip().upper() == "ALL" else c.strip()
         for c in value.split(",")
         if c.strip()
     )
+    if not codes:
+        raise ConfigError(f"{option} needs at least one rule code or prefix (or ALL)")
+    return codes

@@ -12,14 +12,15 @@ from libcst.metadata import CodeRange
 
 from accel_lint import noqa
 from accel_lint.config import Settings
-from accel_lint.diagnostic import Diagnostic, Edit, FixView, parse_error
+from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.facts import FileFacts
 from accel_lint.facts.collector import FactsCollector, ScopeCloser
+from accel_lint.parse import parse
 from accel_lint.positions import Locator
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Finding, Fix, FixSafety, Rule, RuleContext
 from accel_lint.rules import RULES
-from accel_lint.source import Source, compile_ast, syntax_check
+from accel_lint.source import Source, syntax_check
 from accel_lint.walk import walk
 
 
@@ -32,6 +33,7 @@ class Analysis:
     module: cst.Module | None
     findings: list[Finding] = field(default_factory=list)
     error: Diagnostic | None = None
+    note: str | None = None  # checked with libcst's grammar only: syntax newer than this Python
     _locator: Locator | None = None
 
     def range_of(self, node: cst.CSTNode) -> CodeRange:
@@ -60,13 +62,11 @@ def analyze(
         if error is None:
             return Analysis(path, source, None)
         # CPython's grammar may be older than libcst's: let libcst decide.
-    try:
-        module = cst.parse_module(source.text)
-    except cst.ParserSyntaxError as exc:
-        return Analysis(path, source, None, error=_syntax_error(path, source.text, exc))
-    except RecursionError:
-        return Analysis(path, source, None, error=parse_error(path, "too deeply nested to parse"))
-    analysis = Analysis(path, source, module)
+    parsed = parse(path, source.text)
+    if parsed.module is None:
+        return Analysis(path, source, None, error=parsed.error)
+    module = parsed.module
+    analysis = Analysis(path, source, module, note=parsed.note)
     if not rules:
         return analysis
     facts = FileFacts(module)
@@ -97,21 +97,6 @@ def analyze(
             findings.extend(reader.findings)
     analysis.findings = findings
     return analysis
-
-
-def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
-    """CPython's message and position, which users know; libcst's if CPython parses it."""
-    try:
-        compile_ast(text, path)
-    except SyntaxError as cpython:
-        return parse_error(
-            path, f"SyntaxError: {cpython.msg}", cpython.lineno or 1, cpython.offset or 1
-        )
-    except (ValueError, RecursionError, MemoryError) as other:
-        return parse_error(path, f"SyntaxError: {other}")
-    return parse_error(
-        path, f"cannot be parsed by libcst: {exc.message}", exc.raw_line, exc.raw_column + 1
-    )
 
 
 def _unsuppressed(

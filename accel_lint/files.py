@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -55,16 +56,29 @@ class ReadError(Exception):
     pass
 
 
-def read_bytes(path: str) -> bytes:
+# What `stat` calls the kinds of file that are not regular, for the message
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+# O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever, before
+# fstat could say what it is. It changes nothing for a regular file.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS |= getattr(os, "O_BINARY", 0)
+
+
+def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (links followed).
+
+    Anything else (a FIFO, a device such as /dev/zero, a socket) is refused from
+    `fstat` on the opened descriptor, before a byte is read, so it can neither
+    block nor be read until memory runs out.
+    """
     try:
-        size = os.path.getsize(path)
-        if size > MAX_BYTES:
-            raise ReadError(
-                f"file is too large to lint ({size / 1e6:.1f} MB; "
-                f"the limit is {MAX_BYTES / 1e6:.0f} MB)"
-            )
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, _OPEN_FLAGS)
     except IsADirectoryError:
         raise ReadError("is a directory") from None
     except FileNotFoundError:
@@ -73,3 +87,32 @@ def read_bytes(path: str) -> bytes:
         raise ReadError("permission denied") from None
     except OSError as exc:
         raise ReadError(exc.strerror or str(exc)) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ReadError("is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "a special file")
+            raise ReadError(f"not a regular file ({kind})")
+        if info.st_size > limit:
+            raise ReadError(_too_large(info.st_size, limit))
+        # the file may grow between fstat and read: never take more than the cap
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise ReadError(_too_large(size, limit))
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ReadError(exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"file is too large to lint ({size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB)"

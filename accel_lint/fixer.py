@@ -1,20 +1,17 @@
 """Apply fixes: one transformer pass per iteration over the tree the rules saw,
 imports added once, re-parse and re-lint until nothing fixable is left (ruff's
-loop), then an atomic write that keeps encoding, BOM, line endings and mode."""
+loop). Writing the result back is `writeback.write_fixed`."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
-import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from accel_lint.config import Settings
 from accel_lint.engine import Analysis, analyze, safety_allowed
 from accel_lint.layout import reflow
+from accel_lint.parse import analysis_conditions, too_deep_to_analyse
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Equivalence, Finding, Rule
 from accel_lint.source import Source
@@ -83,6 +80,26 @@ def fix_source(
 ) -> FixOutcome:
     """Fix until nothing fixable is left. The source is never partly fixed: on a bug
     (no convergence, unparsable result) the original text is returned with `error`."""
+    with analysis_conditions():
+        try:
+            return _fix_loop(path, source, settings, rules, unsafe=unsafe)
+        except RecursionError:
+            # nesting the parse's depth check cannot see (thousands of concatenated
+            # strings): the file stays as it is, reported like one too deep to parse
+            error = too_deep_to_analyse(path)
+            return FixOutcome(
+                path, source, source.text, [], Analysis(path, source, None, error=error)
+            )
+
+
+def _fix_loop(
+    path: str,
+    source: Source,
+    settings: Settings,
+    rules: Sequence[type[Rule]],
+    *,
+    unsafe: bool,
+) -> FixOutcome:
     text = source.text
     applied: list[AppliedFix] = []
     for _ in range(MAX_ITERATIONS):
@@ -123,6 +140,10 @@ def fix_source(
     )
 
 
+def _reported(analysis: Analysis) -> Counter[str]:
+    return Counter(f.code for f in analysis.findings)
+
+
 def _laid_out(
     path: str,
     source: Source,
@@ -143,6 +164,11 @@ def _laid_out(
     if module is analysis.module:
         return FixOutcome(path, source, module.code, applied, analysis)
     final = analyze(path, Source(module.code, source.encoding), settings, rules)
+    if final.error is None and _reported(final) != _reported(analysis):
+        # the layout moved a comment that decides what is reported (a suppression it
+        # does not know as bound to its line): the fixed lines stay long, a finding
+        # that was suppressed is never unsuppressed, and so never fixed by a next pass
+        return FixOutcome(path, source, analysis.module.code, applied, analysis)
     if final.error is not None:
         return FixOutcome(
             path,
@@ -155,20 +181,3 @@ def _laid_out(
             "This is a bug in accel-lint: please report it.",
         )
     return FixOutcome(path, source, module.code, applied, final)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same directory and a rename; keep the mode."""
-    mode = stat.S_IMODE(path.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".accel-lint.tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -12,10 +12,15 @@ longer: a file that has long lines is not held to 88) is laid out again:
 
 Anything else (a long list display, a long string) is left as it is. Only the
 split calls change; their arguments' text does not.
+
+A trailing comment follows the closing bracket, as black puts it, except a
+suppression (`# noqa`): it belongs to the reported line, the call's first, and
+stays there (`DataLoader(  # noqa: ACL102`), so what was suppressed stays so.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import libcst as cst
@@ -24,6 +29,8 @@ from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, Posi
 from accel_lint.edits import Replacer
 
 BLACK_WIDTH = 88
+# comments bound to the line they are on: kept on the split call's first line
+_LINE_BOUND = re.compile(r"#\s*noqa\b", re.IGNORECASE)
 _EMPTY = cst.Module([])
 # nodes that open a bracket of their own: the outermost one on a line is what black splits
 _BRACKETED = (cst.Call, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.Subscript, cst.ListComp,
@@ -106,9 +113,32 @@ def reflow(original: str, fixed: cst.Module) -> cst.Module:
         edit = _edit_for_line(number, lines[number - 1], fixed, places, width)
         if edit is not None:
             call, new = edit
+            trailing = places.trailing.get(number)
+            if (
+                places.range(call).start.line == number
+                and new.whitespace_before_args is not call.whitespace_before_args
+                and trailing is not None
+                and isinstance(trailing.comment, cst.Comment)
+                and _LINE_BOUND.search(trailing.comment.value)
+                and isinstance(new.whitespace_before_args, cst.ParenthesizedWhitespace)
+            ):
+                new = _comment_after_bracket(new, new.whitespace_before_args, trailing)
+                replacements[trailing] = trailing.with_changes(
+                    whitespace=cst.SimpleWhitespace(""), comment=None
+                )
             replacements[call] = new
             edited.append(places.range(call))
     return fixed.visit(Replacer(replacements)) if replacements else fixed
+
+
+def _comment_after_bracket(
+    call: cst.Call, before_args: cst.ParenthesizedWhitespace, trailing: cst.TrailingWhitespace
+) -> cst.Call:
+    """`call` with the statement's trailing comment right after its `(`."""
+    first = before_args.first_line.with_changes(
+        whitespace=cst.SimpleWhitespace("  "), comment=trailing.comment
+    )
+    return call.with_changes(whitespace_before_args=before_args.with_changes(first_line=first))
 
 
 class _Places:
@@ -120,9 +150,13 @@ class _Places:
         self.positions = positions
         self.parents = parents
         self.bracketed: dict[int, list[cst.CSTNode]] = {}  # by first line
+        # the end of a statement line or block header, by line
+        self.trailing: dict[int, cst.TrailingWhitespace] = {}
         for node, where in positions.items():
             if isinstance(node, _BRACKETED):
                 self.bracketed.setdefault(where.start.line, []).append(node)
+            elif isinstance(node, cst.TrailingWhitespace):
+                self.trailing[where.start.line] = node
 
     def range(self, node: cst.CSTNode) -> CodeRange:
         return self.positions[node]

@@ -18,7 +18,6 @@ import os
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
@@ -37,6 +36,7 @@ class FileReport:
     path: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
     internal_error: str | None = None  # a bug of ours (exit 2), with the traceback
+    note: str | None = None  # a warning about how the file was checked (never cached)
 
 
 def lint_bytes(
@@ -64,9 +64,16 @@ def _lint_source(
             return FileReport(path)  # no rule can match and CPython accepts it: no libcst
         # libcst and the rules load only for files a rule may match (or CPython rejects)
         from accel_lint.engine import analyze, diagnostics, rules_for
+        from accel_lint.parse import analysis_conditions
 
-        analysis = analyze(path, source, settings, rules_for(settings.codes_for(path), data))
-        return FileReport(path, diagnostics(analysis, with_edits=with_edits))
+        with analysis_conditions():
+            analysis = analyze(path, source, settings, rules_for(settings.codes_for(path), data))
+            found = diagnostics(analysis, with_edits=with_edits)
+        return FileReport(path, found, note=analysis.note)
+    except RecursionError:
+        from accel_lint.parse import too_deep_to_analyse
+
+        return FileReport(path, [too_deep_to_analyse(path)])
     except Exception:  # a rule's bug must not take the whole run down
         return FileReport(path, internal_error=traceback.format_exc())
 
@@ -130,6 +137,14 @@ def _worker_task(path: str) -> tuple[FileReport, str | None]:
     return _lint_hashed(path, settings, with_edits)
 
 
+def _lint_crashed(path: str, how: str) -> tuple[FileReport, str | None]:
+    return FileReport(path, internal_error=f"{how} while it checked this file"), None
+
+
+def _fix_crashed(path: str, how: str) -> FixReport:
+    return FixReport(path, internal_error=f"{how} while it fixed this file")
+
+
 def _workers(jobs: int | None) -> int:
     return available_cpus() if jobs is None else max(1, jobs)
 
@@ -177,6 +192,7 @@ def lint_paths(
             jobs=workers,
             initializer=_init_worker,
             initargs=(settings, with_edits),
+            on_crash=_lint_crashed,
         )
     else:
         outcomes = [_lint_hashed(path, settings, with_edits) for path in paths]
@@ -184,7 +200,12 @@ def lint_paths(
     for index, (report, digest) in zip(todo, outcomes):
         reports[index] = report
         # a bug of ours is reported again on every run, never remembered
-        if cache is not None and digest is not None and report.internal_error is None:
+        if (
+            cache is not None
+            and digest is not None
+            and report.internal_error is None
+            and report.note is None
+        ):
             path = files[index]
             cache.put(
                 path, digest, settings.codes_for(path), report.diagnostics, with_edits=with_edits
@@ -211,6 +232,7 @@ class FixReport:
     remaining: list[Diagnostic] = field(default_factory=list)
     error: str | None = None  # the fixer gave up (no convergence, unparsable result)
     internal_error: str | None = None  # a bug of ours, with the traceback
+    note: str | None = None  # a warning about how the file was checked
 
 
 def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
@@ -226,10 +248,16 @@ def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
         return report
     try:
         outcome = _fix_text(path, data, source, settings)
+    except RecursionError:
+        from accel_lint.parse import too_deep_to_analyse
+
+        report.remaining = [too_deep_to_analyse(path)]
+        return report
     except Exception:
         report.internal_error = traceback.format_exc()
         return report
     report.error = outcome.error
+    report.note = outcome.note
     if outcome.remaining is not None:
         report.remaining = outcome.remaining
     if outcome.changed:
@@ -248,17 +276,25 @@ class _TextFix:
     applied: int
     remaining: list[Diagnostic] | None
     error: str | None
+    note: str | None = None  # how the file was checked (syntax newer than this Python)
 
 
 def _fix_text(path: str, data: bytes, source: Source, settings: Settings) -> _TextFix:
     from accel_lint.engine import diagnostics, rules_for
     from accel_lint.fixer import fix_source
+    from accel_lint.parse import analysis_conditions
 
     rules = rules_for(settings.codes_for(path), data)
-    outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
-    remaining = diagnostics(outcome.remaining) if outcome.remaining is not None else None
+    with analysis_conditions():
+        outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
+        remaining = diagnostics(outcome.remaining) if outcome.remaining is not None else None
     return _TextFix(
-        outcome.fixed_text, outcome.changed, len(outcome.applied), remaining, outcome.error
+        outcome.fixed_text,
+        outcome.changed,
+        len(outcome.applied),
+        remaining,
+        outcome.error,
+        outcome.remaining.note if outcome.remaining is not None else None,
     )
 
 
@@ -333,7 +369,7 @@ def fix_paths(
     """Reports in input order; nothing is written. A file whose (cached) findings
     offer no applicable fix is not analysed again: its findings are what remains."""
     reports = [
-        FixReport(r.path, remaining=r.diagnostics, internal_error=r.internal_error)
+        FixReport(r.path, remaining=r.diagnostics, internal_error=r.internal_error, note=r.note)
         for r in lint_paths(files, settings, use_cache=use_cache, jobs=jobs)
     ]
     todo = [
@@ -351,6 +387,7 @@ def fix_paths(
             jobs=workers,
             initializer=_init_worker,
             initargs=(settings,),
+            on_crash=_fix_crashed,
         )
     else:
         fixed = [_fix_file(p, settings) for p in paths]
@@ -388,8 +425,8 @@ def add_noqa_paths(
 ) -> NoqaOutcome:
     """Append `# noqa: CODES` to the reported line of every finding (but ACL000, which
     no comment can suppress), merged into a noqa already there; write atomically."""
-    from accel_lint.fixer import write_atomic
     from accel_lint.noqa import add_codes
+    from accel_lint.writeback import WriteRefused, write_fixed
 
     outcome = NoqaOutcome()
     for report in lint_paths(files, settings, use_cache=use_cache, jobs=jobs):
@@ -440,7 +477,11 @@ def add_noqa_paths(
         else:
             new_data = source.encode(new_text)
         try:
-            write_atomic(Path(report.path), new_data)
+            # the file must still hold what was read; links, owner and mode are kept
+            write_fixed(report.path, data, new_data)
+        except WriteRefused as exc:
+            outcome.errors.append((report.path, str(exc)))
+            continue
         except OSError as exc:
             outcome.errors.append((report.path, f"cannot write: {exc.strerror}"))
             continue

@@ -52,6 +52,8 @@ class Scope:
     globals: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
     star_imports: list[str] = field(default_factory=list)
+    # the module scope's memo of `qualified_names` per bindings list (see there)
+    resolved: dict[tuple[int, int], _Resolved] = field(default_factory=dict, repr=False)
 
     @property
     def module(self) -> Scope:
@@ -134,22 +136,45 @@ def qualified_names(expr: cst.BaseExpression, scope: Scope, _depth: int = 0) -> 
         if stars:
             return frozenset(f"{m}.{name}" for m in stars)
         return frozenset({f"builtins.{name}"}) if name in _BUILTINS else frozenset()
-    result: set[str] = set()
-    for binding in _relevant(bindings):
+    # A name bound N times (a script concatenated N times, a notebook export) is
+    # looked up at each of its N uses, during the walk too (when only the bindings
+    # before the use exist): what each binding contributes is computed once and the
+    # unions are extended as bindings are appended, so N uses cost N, not N * N.
+    memo = scope.module.resolved
+    key = (id(bindings), _depth)
+    known = memo.get(key)
+    if known is None or known.bindings is not bindings:
+        known = memo[key] = _Resolved(bindings)
+    for binding in bindings[known.done :]:
         if binding.kind is BindingKind.IMPORT and binding.target is not None:
-            result.add(binding.target)
+            known.every.add(binding.target)
+            known.real.add(binding.target)
         elif binding.kind is BindingKind.ALIAS and binding.value is not None:
-            assert binding.scope is not None
-            result |= qualified_names(binding.value, binding.scope, _depth + 1) or {LOCAL}
+            known.aliases.append(binding)  # resolved at each call: its own names may grow
         else:
-            result.add(LOCAL)
+            known.every.add(LOCAL)
+            if not _is_none_placeholder(binding):
+                known.real.add(LOCAL)
+        known.any_import = known.any_import or binding.kind is not BindingKind.LOCAL
+    known.done = len(bindings)
+    # a fallback `x = None` beside an import does not count
+    result = set(known.real if len(bindings) > 1 and known.any_import else known.every)
+    for alias in known.aliases:
+        assert alias.scope is not None and alias.value is not None
+        result |= qualified_names(alias.value, alias.scope, _depth + 1) or {LOCAL}
     return frozenset(result)
 
 
-def _relevant(bindings: list[Binding]) -> Iterable[Binding]:
-    if len(bindings) > 1 and any(b.kind is not BindingKind.LOCAL for b in bindings):
-        return [b for b in bindings if not _is_none_placeholder(b)]
-    return bindings
+@dataclass(eq=False)
+class _Resolved:
+    """`qualified_names` of a name over the first `done` of its `bindings`."""
+
+    bindings: list[Binding]
+    done: int = 0
+    every: set[str] = field(default_factory=set)  # over all bindings
+    real: set[str] = field(default_factory=set)  # without `x = None` placeholders
+    any_import: bool = False  # some binding is not LOCAL
+    aliases: list[Binding] = field(default_factory=list)
 
 
 def _is_none_placeholder(binding: Binding) -> bool:

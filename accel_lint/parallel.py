@@ -10,13 +10,17 @@ the other cores idle while it finishes.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -86,13 +90,17 @@ def map_ordered(
     jobs: int,
     initializer: Callable[..., None] | None = None,
     initargs: tuple[Any, ...] = (),
+    on_crash: Callable[[T, str], R] | None = None,
 ) -> list[R]:
     """`[func(item) for item in items]`, computed by `jobs` worker processes.
 
     `func` must be a module-level function; `initializer(*initargs)` runs once in
     each worker (use it to hand over large shared state such as the settings).
-    If a worker dies (killed, out of memory), the items it did not finish are
-    computed in this process, so a result is never silently missing.
+    If a worker dies (a crash in native code, the out-of-memory killer), the items
+    it did not finish run again, each in a process of its own, so the others
+    still finish and the culprit is known: an item whose process dies again gets
+    `on_crash(item, how it died)` (without `on_crash`, it is computed in this
+    process). A result is never silently missing.
     """
     results: dict[int, R] = {}
     chunks = chunked(weights, jobs)
@@ -116,12 +124,108 @@ def map_ordered(
     except BrokenProcessPool:
         pass
     except BaseException:
-        executor.shutdown(wait=False, cancel_futures=True)
+        _stop(executor)
         raise
     executor.shutdown(wait=True, cancel_futures=True)
-    if initializer is not None and len(results) < len(items):
-        initializer(*initargs)
-    for index, item in enumerate(items):
-        if index not in results:
-            results[index] = func(item)
+    unfinished = [index for index in range(len(items)) if index not in results]
+    if unfinished:
+        crashed = _one_per_process(func, items, unfinished, jobs, initializer, initargs, results)
+        if crashed and on_crash is None and initializer is not None:
+            initializer(*initargs)
+        for index, how in crashed.items():
+            item = items[index]
+            results[index] = func(item) if on_crash is None else on_crash(item, how)
     return [results[index] for index in range(len(items))]
+
+
+def _stop(executor: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (Ctrl-C): waiting for
+    a worker to finish a large file would keep the user waiting."""
+    # taken before shutdown(), which forgets them (`_processes = None`)
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+    executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _isolated(
+    conn: Connection,
+    func: Callable[[T], R],
+    item: T,
+    initializer: Callable[..., None] | None,
+    initargs: tuple[Any, ...],
+) -> None:
+    _ignore_sigint(initializer, initargs)
+    try:
+        outcome: tuple[bool, Any] = (True, func(item))
+    except BaseException as exc:  # handed to the parent, which raises it
+        outcome = (False, exc)
+    conn.send(outcome)
+    conn.close()
+
+
+def _one_per_process(
+    func: Callable[[T], R],
+    items: Sequence[T],
+    indices: list[int],
+    jobs: int,
+    initializer: Callable[..., None] | None,
+    initargs: tuple[Any, ...],
+    results: dict[int, R],
+) -> dict[int, str]:
+    """Run each of `indices` in a process of its own, `jobs` at a time; results go
+    into `results`. Returns how the process died for each item whose process did."""
+    context = _context()
+    queue = list(reversed(indices))
+    running: dict[int, tuple[BaseProcess, Connection]] = {}
+    crashed: dict[int, str] = {}
+    try:
+        while queue or running:
+            while queue and len(running) < jobs:
+                index = queue.pop()
+                receiver, sender = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=_isolated,
+                    args=(sender, func, items[index], initializer, initargs),
+                    daemon=True,
+                )
+                process.start()
+                sender.close()
+                running[index] = (process, receiver)
+            multiprocessing.connection.wait(
+                [p.sentinel for p, _ in running.values()] + [c for _, c in running.values()]
+            )
+            for index, (process, receiver) in list(running.items()):
+                outcome: tuple[bool, Any] | None = None
+                if receiver.poll():
+                    try:
+                        outcome = receiver.recv()
+                    except (EOFError, OSError):
+                        outcome = None  # died while sending
+                elif process.is_alive():
+                    continue
+                process.join()
+                receiver.close()
+                del running[index]
+                if outcome is None:
+                    crashed[index] = _how_it_died(process.exitcode)
+                elif outcome[0]:
+                    results[index] = outcome[1]
+                else:
+                    raise outcome[1]
+    finally:
+        for process, receiver in running.values():
+            process.terminate()
+            receiver.close()
+    return crashed
+
+
+def _how_it_died(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"the worker process was killed by {name}"
+    return f"the worker process exited with status {exitcode}"

@@ -8,8 +8,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -303,3 +305,30 @@ def test_entries_unseen_for_a_month_are_dropped(project: Path) -> None:
     later.save()
     kept = json.loads(later.path.read_text())["entries"]
     assert sorted(kept) == [str(project / "broken.py"), str(project / "clean.py")]
+
+
+def _row_as_text(diags: Any) -> Any:
+    return [[*d[:3], "row", *d[4:]] for d in diags]
+
+
+def _code_as_number(diags: Any) -> Any:
+    return [[1, *d[1:]] for d in diags]
+
+
+WRONG_TYPES = [_row_as_text, _code_as_number, lambda _: None, lambda _: "diagnostics"]
+
+
+@pytest.mark.parametrize("wrong", WRONG_TYPES)
+def test_an_entry_of_valid_json_with_wrong_types_is_a_miss_not_a_crash(
+    project: Path, wrong: Callable[[Any], Any]
+) -> None:
+    first = run("check", "--output-format", "json", ".", cwd=project)
+    [entry_file] = (project / ".accel_lint_cache").glob("*.json")
+    data = json.loads(entry_file.read_text())
+    for entry in data["entries"].values():
+        if entry[4]:
+            entry[4] = wrong(entry[4])
+    entry_file.write_text(json.dumps(data))
+    for _ in range(2):  # the bad entry is replaced: later runs are fine too
+        again = run("check", "--output-format", "json", ".", cwd=project)
+        assert (again.returncode, again.stdout, again.stderr) == (1, first.stdout, "")

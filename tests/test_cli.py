@@ -314,6 +314,15 @@ def test_accel_lint_toml_and_config_option(tmp_path: Path) -> None:
         ("[tool.accel-lint.rules.ACL101]\nworkers = 3\n", "workers"),
         ("[tool.accel-lint.rules.ACL555]\nx = 1\n", "ACL555"),
         ('[tool.accel-lint]\ntarget-torch = "latest"\n', "target-torch"),
+        ('[tool.accel-lint]\ntarget-torch = "2.1garbage"\n', "target-torch"),
+        ('[tool.accel-lint]\ntarget-torch = "3"\n', "target-torch"),
+        ('[tool.accel-lint]\ntarget-torch = "0"\n', "target-torch"),
+        ("[tool.accel-lint]\ntarget-torch = 1.10\n", "target-torch"),
+        ('[tool.accel-lint]\nexclude = ["./legacy"]\n', "a path relative to the configuration"),
+        ('[tool.accel-lint]\nexclude = ["!legacy"]\n', "negation"),
+        ('[tool.accel-lint]\nexclude = ["legacy/[ab"]\n', "without its `]`"),
+        ('[tool.accel-lint.per-file-ignores]\n"!tests/*.py" = ["ACL101"]\n', "negation"),
+        ('[tool.accel-lint.per-file-ignores]\n"../x.py" = ["ACL101"]\n', "../x.py"),
         ("[tool.accel-lint\n", "invalid TOML"),
     ],
 )
@@ -325,6 +334,36 @@ def test_bad_configuration_is_a_clear_error(tmp_path: Path, config: str, named: 
     assert named in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
+def test_a_code_option_given_no_code_is_an_error(tmp_path: Path, option: str) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    result = run("check", "train.py", "--isolated", option, " , ", cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{option} needs at least one rule code" in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("target", ["2.1", "1.13.1", " 2.0 "])
+def test_target_torch_releases_are_accepted(tmp_path: Path, target: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f'[tool.accel-lint]\ntarget-torch = "{target}"\n')
+    (tmp_path / "train.py").write_text(TRAIN)
+    assert run("check", "train.py", cwd=tmp_path).returncode == 1
+
+
+def test_force_exclude_applies_to_standard_input(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.accel-lint]\nexclude = ["legacy"]\n')
+    name = ["--stdin-filename", "legacy/train.py"]
+    checked = run("check", "--force-exclude", *name, "-", cwd=tmp_path, stdin=TRAIN)
+    assert checked.returncode == 0, checked.stdout
+    assert "ACL1" not in checked.stdout
+    fixed = run("fix", "--apply", "--force-exclude", *name, "-", cwd=tmp_path, stdin=TRAIN)
+    assert (fixed.returncode, fixed.stdout) == (0, TRAIN)
+    diff = run("fix", "--force-exclude", *name, "-", cwd=tmp_path, stdin=TRAIN)
+    assert (diff.returncode, diff.stdout) == (0, "")
+    # without --force-exclude a named file is linted, as on the command line
+    assert run("check", *name, "-", cwd=tmp_path, stdin=TRAIN).returncode == 1
 
 
 def test_bad_input_files_become_acl000_and_the_run_goes_on(tmp_path: Path) -> None:

@@ -12,9 +12,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from accel_lint.fixer import fix_source, write_atomic
+from accel_lint.fixer import fix_source
 from accel_lint.rewrite import add_imports
 from accel_lint.source import Source, decode
+from accel_lint.writeback import write_fixed
 from tests.support import fix, settings_for
 
 SCRIPT = (
@@ -126,7 +127,7 @@ def test_atomic_write_leaves_the_original_when_the_rename_fails(
 
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError):
-        write_atomic(path, b"new\n")
+        write_fixed(path, b"original\n", b"new\n")
     assert path.read_text() == "original\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
 

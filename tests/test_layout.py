@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
+
+import pytest
 
 from accel_lint.engine import diagnostics, rules_for
 from accel_lint.fixer import fix_source
@@ -144,3 +147,67 @@ def test_remaining_findings_point_at_the_laid_out_lines() -> None:
     lines = outcome.fixed_text.splitlines()
     rows = [d.row for d in diagnostics(outcome.remaining)]
     assert [lines[r - 1].strip() for r in rows] == ["train_loader = DataLoader("]
+
+
+def test_a_noqa_stays_on_the_reported_line_when_its_call_is_split() -> None:
+    """The unsafe ACL101 fix lengthens a call whose ACL102 is suppressed: the split
+    keeps `# noqa` on the call's first line (the reported one), so ACL102 stays
+    suppressed and a second pass changes nothing."""
+    body = (
+        "def main(dataset):\n"
+        "    loader = DataLoader(dataset, batch_size=64, shuffle=True, drop_last=True)"
+        "  # noqa: ACL102\n"
+    )
+    once = _fixed(body, BOTH)
+    assert once == textwrap.dedent(
+        """\
+        def main(dataset):
+            loader = DataLoader(  # noqa: ACL102
+                dataset,
+                batch_size=64,
+                shuffle=True,
+                drop_last=True,
+                num_workers=min(8, os.cpu_count() or 1),
+            )
+        """
+    )
+    assert "pin_memory" not in once
+    assert fix(HEADER + once, BOTH) == HEADER + once
+
+
+def test_a_noqa_on_a_with_header_stays_on_the_reported_line() -> None:
+    body = (
+        "with DataLoader(dataset_a, batch_size=64, shuffle=True, drop_last=True) as loader:"
+        "  # noqa: ACL102\n"
+        "    pass\n"
+    )
+    once = _fixed(body, BOTH)
+    assert once.splitlines()[0] == "with DataLoader(  # noqa: ACL102"
+    assert "pin_memory" not in once
+    assert fix(HEADER + once, BOTH) == HEADER + once
+
+
+def test_other_trailing_comments_follow_the_closing_bracket_as_black_puts_them() -> None:
+    body = "loader = DataLoader(dataset_a, batch_size=64, shuffle=True, drop_last=True)  # keep\n"
+    once = _fixed(body, PIN)
+    assert once.splitlines()[0] == "loader = DataLoader("
+    assert once.splitlines()[-1] == ")  # keep"
+
+
+def test_a_layout_that_would_unsuppress_a_finding_is_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fixer's safety net: if the layout changed what is reported (a comment it
+    does not know as line-bound moved off its line), the fixed line stays long."""
+    import accel_lint.layout as layout
+
+    monkeypatch.setattr(layout, "_LINE_BOUND", re.compile(r"(?!)"))  # matches nothing
+    body = (
+        "loader = DataLoader(dataset_a, batch_size=64, shuffle=True, drop_last=True)"
+        "  # noqa: ACL102\n"
+    )
+    once = _fixed(body, BOTH)
+    assert once == body.replace(
+        "drop_last=True)", "drop_last=True, num_workers=min(8, os.cpu_count() or 1))"
+    )
+    assert fix(HEADER + once, BOTH) == HEADER + once

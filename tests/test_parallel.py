@@ -3,8 +3,10 @@ linting in this process, and no lost file when a worker dies."""
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -27,6 +29,22 @@ def _die_in_worker_on_7(n: int) -> int:
     if n == 7 and os.getpid() != _PARENT:
         os._exit(3)  # a worker killed mid-task: the pool breaks
     return n * n
+
+
+def _segfault() -> None:
+    faulthandler.disable()  # pytest's handler would print the worker's stack
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _segfault_in_worker_on_7(n: int) -> int:
+    if n == 7 and os.getpid() != _PARENT:
+        _segfault()  # what libcst's native parser did on deep input
+    return n * n
+
+
+def _crashed(n: int, why: str) -> int:
+    assert "SIGSEGV" in why, why
+    return -n
 
 
 _initialized: list[str] = []
@@ -59,6 +77,36 @@ def test_initializer_runs_in_each_worker() -> None:
 def test_a_dead_worker_loses_no_result() -> None:
     items = list(range(12))
     assert map_ordered(_die_in_worker_on_7, items, [1] * 12, jobs=2) == [n * n for n in items]
+
+
+def test_an_item_that_kills_its_worker_is_isolated_and_the_rest_finish() -> None:
+    """A crash in native code must not take the run with it: the items of the dead
+    worker run again one per process, and the one that kills its process again gets
+    `on_crash`'s result, never a retry in this process."""
+    items = list(range(40))
+    results = map_ordered(_segfault_in_worker_on_7, items, [1] * 40, jobs=2, on_crash=_crashed)
+    assert results == [-7 if n == 7 else n * n for n in items]
+
+
+def test_a_file_that_kills_its_worker_is_an_internal_error_of_that_file(
+    tree: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from accel_lint import lint
+
+    real = lint._lint_hashed
+
+    def crash_on_train_03(path: str, *args: object) -> object:
+        if path == "train_03.py" and os.getpid() != _PARENT:
+            _segfault()
+        return real(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lint, "_lint_hashed", crash_on_train_03)  # workers are forked
+    settings = load_settings(isolated=True, cli=Selection(select=("ALL",)))
+    reports = {r.path: r for r in lint_paths(tree, settings, jobs=2, use_cache=False)}
+    assert reports.keys() == set(tree)
+    crashed = reports["train_03.py"]
+    assert crashed.internal_error is not None and "SIGSEGV" in crashed.internal_error
+    assert [d.code for d in reports["train_04.py"].diagnostics] == ["ACL101", "ACL102"]
 
 
 def test_chunks_cover_every_index_once_heaviest_first() -> None:

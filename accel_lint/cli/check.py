@@ -18,7 +18,10 @@ from accel_lint.cli.common import (
     fail,
     internal_error,
     jobs_option,
+    read_stdin,
     selection_options,
+    stdin_excluded,
+    warn,
     warn_if_empty,
 )
 from accel_lint.diagnostic import Diagnostic
@@ -195,9 +198,11 @@ def check(
     settings = shared.settings
     with_edits = output_format in WITH_EDITS
     reports: list[FileReport]
-    if shared.stdin:
+    if stdin_excluded(shared, force_exclude):
+        reports = []
+    elif shared.stdin:
         name = shared.stdin_filename or "-"
-        reports = [lint_bytes(name, sys.stdin.buffer.read(), settings, with_edits=with_edits)]
+        reports = [lint_bytes(name, read_stdin(), settings, with_edits=with_edits)]
     else:
         files = discover(shared.paths, settings, force_exclude=force_exclude)
         if show_files or show_settings:
@@ -241,6 +246,9 @@ def check(
     finally:
         if handle is not None:
             handle.close()
+    for report in reports:
+        if report.note is not None:
+            warn(report.path, report.note)
     for report in internal:
         internal_error(report.path, report.internal_error or "")
     if internal:

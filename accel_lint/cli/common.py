@@ -17,6 +17,17 @@ from accel_lint.config import ConfigError, Selection, Settings, load_settings, p
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
+def read_stdin() -> bytes:
+    """Standard input's bytes; closed or unreadable is a usage error."""
+    stream = sys.stdin
+    if stream is None:
+        fail("standard input is closed (`-` reads the file from it)")
+    try:
+        return stream.buffer.read()
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read standard input: {exc}")
+
+
 def fail(message: str) -> NoReturn:
     click.echo(f"accel-lint: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
@@ -109,11 +120,14 @@ def common(
     stdin = paths == ["-"]
     if "-" in paths and not stdin:
         fail("`-` (standard input) cannot be combined with other paths")
-    cli = Selection(
-        select=parse_codes(select),
-        extend_select=parse_codes(extend_select) or (),
-        ignore=parse_codes(ignore) or (),
-    )
+    try:
+        cli = Selection(
+            select=parse_codes(select, "--select"),
+            extend_select=parse_codes(extend_select, "--extend-select") or (),
+            ignore=parse_codes(ignore, "--ignore") or (),
+        )
+    except ConfigError as exc:
+        fail(str(exc))
     if stdin:
         anchor = Path(stdin_filename).resolve().parent if stdin_filename else Path.cwd()
     else:
@@ -137,6 +151,17 @@ def common(
 def warn_if_empty(files: Sequence[str], paths: Sequence[str]) -> None:
     if not files:
         click.echo(f"accel-lint: warning: No Python files found under {', '.join(paths)}", err=True)
+
+
+def stdin_excluded(shared: Common, force_exclude: bool) -> bool:
+    """`--force-exclude` applies to standard input too, by its `--stdin-filename`
+    (what editors and pre-commit pass): an excluded name is neither linted nor fixed."""
+    return (
+        shared.stdin
+        and force_exclude
+        and shared.stdin_filename is not None
+        and shared.settings.is_excluded(shared.stdin_filename)
+    )
 
 
 def internal_error(path: str, trace: str) -> None:
@@ -173,3 +198,7 @@ def describe_settings(settings: Settings, files: Sequence[str]) -> str:
         else:
             lines.append(f"{path}: every enabled rule")
     return "\n".join(lines) + "\n"
+
+
+def warn(path: str, note: str) -> None:
+    click.echo(f"accel-lint: warning: {path}: {note}", err=True)

@@ -15,15 +15,18 @@ from accel_lint.cli.common import (
     common,
     internal_error,
     jobs_option,
+    read_stdin,
     selection_options,
+    stdin_excluded,
+    warn,
     warn_if_empty,
 )
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover
-from accel_lint.fixer import write_atomic
 from accel_lint.lint import FixReport, fix_bytes, fix_paths
 from accel_lint.report.text import render_concise
+from accel_lint.writeback import WriteRefused, write_fixed
 
 
 @click.command()
@@ -69,8 +72,13 @@ def fix(
     )
     settings = shared.settings
     reports: list[FixReport]
+    if stdin_excluded(shared, force_exclude):
+        data = read_stdin()
+        if apply_:
+            _write_bytes(sys.stdout, data)  # what a formatter does: the input, untouched
+        sys.exit(EXIT_OK)
     if shared.stdin:
-        reports = [fix_bytes(shared.stdin_filename or "-", sys.stdin.buffer.read(), settings)]
+        reports = [fix_bytes(shared.stdin_filename or "-", read_stdin(), settings)]
     else:
         targets = discover(shared.paths, settings, force_exclude=force_exclude)
         warn_if_empty(targets, shared.paths)
@@ -78,6 +86,8 @@ def fix(
     remaining: list[Diagnostic] = []
     changed_files = fixed_count = bugs = 0
     for report in reports:
+        if report.note is not None:
+            warn(report.path, report.note)
         if report.internal_error is not None:
             internal_error(report.path, report.internal_error)
             bugs += 1
@@ -93,16 +103,24 @@ def fix(
             continue
         if report.fixed is None:
             continue
-        changed_files += 1
-        fixed_count += report.applied
         if not apply_:
+            changed_files += 1
+            fixed_count += report.applied
             sys.stdout.write(report.diff)
             continue
+        # counted only once written: a file left as it was is not "fixed"
         try:
-            write_atomic(Path(report.path), report.fixed)
-        except OSError as exc:
-            click.echo(f"accel-lint: error: {report.path}: cannot write: {exc.strerror}", err=True)
+            write_fixed(report.path, report.original, report.fixed)
+        except WriteRefused as exc:
+            click.echo(f"accel-lint: error: {report.path}: cannot write: {exc}", err=True)
             bugs += 1
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            click.echo(f"accel-lint: error: {report.path}: cannot write: {reason}", err=True)
+            bugs += 1
+        else:
+            changed_files += 1
+            fixed_count += report.applied
     if not quiet:
         _fix_summary(apply_, fixed_count, changed_files, remaining, settings, shared.stdin)
     if bugs:

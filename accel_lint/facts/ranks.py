@@ -28,7 +28,7 @@ from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import AttributeAssignment, FileFacts, Guard
 from accel_lint.facts.literals import int_value, string_value
 from accel_lint.facts.syntax import argument_for, last_name, returns, sub_expressions
-from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
+from accel_lint.names import LOCAL, Binding, BindingKind, Scope, qualified_names, resolves_to
 from accel_lint.torch_api import IS_INITIALIZED
 
 GLOBAL = "global"
@@ -146,6 +146,12 @@ class RankAnalysis:
         self._kinds: dict[tuple[int, int], str | None] = {}
         self._name_variables: dict[tuple[int, str], RankVariable | None] = {}
         self._attribute_kinds: dict[str, tuple[str, bool] | None] = {}
+        # per bindings list (a name bound N times, asked about at each of N uses):
+        # what its bindings make of it, computed once (linear time, issue 9 item 5)
+        self._name_kinds: dict[tuple[int, int, int], tuple[list[Binding], str | None]] = {}
+        self._name_verdicts: dict[
+            tuple[int, int, bool, int], tuple[list[Binding], Verdict | None]
+        ] = {}
 
     @classmethod
     def of(cls, facts: FileFacts) -> RankAnalysis:
@@ -173,24 +179,12 @@ class RankAnalysis:
         if isinstance(expr, cst.Name):
             bindings = scope.lookup(expr.value)
             if bindings:
-                kinds = {
-                    self.rank_kind(b.value, b.scope, depth + 1)
-                    for b in bindings
-                    if b.value is not None
-                    and b.scope is not None
-                    and b.kind is not BindingKind.IMPORT
-                }
-                # a parameter named like a rank is one; others are what callers pass
-                kinds |= {
-                    _spelled_kind(expr.value) or self._parameter_kind(b.node, b.scope, depth + 1)
-                    for b in bindings
-                    if isinstance(b.node, cst.Param) and b.scope is not None
-                }
-                kinds.discard(None)
-                if kinds:
-                    return GLOBAL if GLOBAL in kinds else LOCAL_RANK
-                if all(b.value is not None and not _could_be_int(b.value) for b in bindings):
-                    return None  # `per_rank = f"shard-{rank}.pt"` is a path, not a rank
+                memo_key = (id(bindings), len(bindings), depth)
+                known = self._name_kinds.get(memo_key)
+                if known is None or known[0] is not bindings:
+                    known = (bindings, self._bound_name_kind(expr, bindings, depth))
+                    self._name_kinds[memo_key] = known
+                return known[1]
             return _spelled_kind(expr.value)
         if isinstance(expr, cst.Attribute):
             for assignment in self.attributes.get(expr.attr.value, ()):
@@ -202,6 +196,25 @@ class RankAnalysis:
                 return None  # a module attribute, not a variable
             return _spelled_kind(expr.attr.value)
         return None
+
+    def _bound_name_kind(self, expr: cst.Name, bindings: list[Binding], depth: int) -> str | None:
+        kinds = {
+            self.rank_kind(b.value, b.scope, depth + 1)
+            for b in bindings
+            if b.value is not None and b.scope is not None and b.kind is not BindingKind.IMPORT
+        }
+        # a parameter named like a rank is one; others are what callers pass
+        kinds |= {
+            _spelled_kind(expr.value) or self._parameter_kind(b.node, b.scope, depth + 1)
+            for b in bindings
+            if isinstance(b.node, cst.Param) and b.scope is not None
+        }
+        kinds.discard(None)
+        if kinds:
+            return GLOBAL if GLOBAL in kinds else LOCAL_RANK
+        if all(b.value is not None and not _could_be_int(b.value) for b in bindings):
+            return None  # `per_rank = f"shard-{rank}.pt"` is a path, not a rank
+        return _spelled_kind(expr.value)
 
     def _parameter_kind(self, param: cst.Param, scope: Scope, depth: int) -> str | None:
         """A parameter is a rank when a caller in the file passes one (`Trainer(model,
@@ -332,7 +345,17 @@ class RankAnalysis:
     def _alias(self, expr: cst.Name, scope: Scope, positive: bool, depth: int) -> Verdict | None:
         """`master_process = rank == 0` (and `master_process = True` when not distributed)."""
         bindings = scope.lookup(expr.value)
-        if not bindings or any(b.value is None or b.scope is None for b in bindings):
+        if not bindings:
+            return None
+        memo_key = (id(bindings), len(bindings), positive, depth)
+        known = self._name_verdicts.get(memo_key)
+        if known is None or known[0] is not bindings:
+            known = (bindings, self._bound_alias(bindings, positive, depth))
+            self._name_verdicts[memo_key] = known
+        return known[1]
+
+    def _bound_alias(self, bindings: list[Binding], positive: bool, depth: int) -> Verdict | None:
+        if any(b.value is None or b.scope is None for b in bindings):
             return None
         verdicts = [
             self.one_process(b.value, b.scope, positive, depth + 1)

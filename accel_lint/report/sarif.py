@@ -39,7 +39,8 @@ def artifact_location(path: str) -> dict[str, str]:
     relative = os.path.relpath(absolute)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
         return {"uri": PurePath(absolute).as_uri()}
-    return {"uri": quote(PurePath(relative).as_posix()), "uriBaseId": SRCROOT}
+    # the path's own bytes, percent-encoded: a name that is not UTF-8 is still a URI
+    return {"uri": quote(os.fsencode(PurePath(relative).as_posix())), "uriBaseId": SRCROOT}
 
 
 def _what_it_does(page: str | None) -> str | None:

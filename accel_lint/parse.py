@@ -1,0 +1,420 @@
+"""The parse step: CPython and libcst must both accept a file before a rule sees it.
+
+- CPython compiles every file (it costs a tenth of libcst's parse). What it rejects
+  is `ACL000` with CPython's own message, even where libcst's more lenient grammar
+  accepts it (`"\\N{NOT A NAME}"`, `b"é"`, 500 nested parentheses): such a file
+  would not run, and a fix must not touch it. The one exception is syntax newer
+  than the running Python (a `type` statement on 3.11): libcst parses it, the file
+  is checked, and a note says that CPython could not compile it here.
+- libcst's native parser takes time superlinear in the depth of a chain
+  (`a + b + ...`, `a.b.c...`, `f()()...`: 2,000 terms take seconds, 20,000 minutes)
+  and crashes the whole process at about 10,000. So the depth of CPython's tree is
+  measured first (an iterative walk, a few percent of the parse), and a file deeper
+  than `DEPTH_LIMIT` is `ACL000` "too deeply nested" and never reaches libcst.
+- What CPython accepts and libcst cannot parse (`class T(a=1, *A, **k)`) or
+  rejects on validation (`CSTValidationError`, `CSTLogicError`) is `ACL000` naming
+  libcst, at the statement that libcst fails on.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import gc
+import io
+import sys
+import tokenize
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from accel_lint.diagnostic import Diagnostic, parse_error
+from accel_lint.source import compile_ast
+
+# Real code stays far below this (99.9% of 24,000 files from PyPI packages and
+# training repositories: depth 46 or less; the deepest, generated sympy tables,
+# 569). At this depth libcst parses about 0.3 s per KB in the worst case (a chain
+# of calls), its recursive passes need 3.3 Python frames per level (see
+# `analysis_conditions`), and its native parser is far from crashing.
+DEPTH_LIMIT = 500
+
+# A file CPython rejects has no tree to measure: an upper bound from its tokens
+# (see `token_depth`) decides whether libcst may look for newer syntax in it.
+TOKEN_DEPTH_LIMIT = 4 * DEPTH_LIMIT
+
+# libcst's recursive passes (code generation, positions, transforms) take about
+# 3.3 Python frames per level of nesting, and 7 per level of nested brackets
+# (CPython allows 200 of them). Python's default of 1000 frames fails at a chain
+# of 300 terms; this many is enough for `DEPTH_LIMIT` and well inside the 8 MB
+# stack of a main thread on every supported Python.
+RECURSION_LIMIT = 4000
+
+# Errors libcst raises for input it cannot parse (CSTValidationError is a
+# SyntaxError; CSTLogicError is libcst's own "this cannot happen").
+LIBCST_ERRORS: tuple[type[Exception], ...] = (
+    cst.ParserSyntaxError,
+    cst.CSTValidationError,
+    cst.CSTLogicError,
+)
+
+# CPython's own nesting limits: the file is too deep, not wrong.
+_CPYTHON_NESTING = (
+    "too many nested parentheses",
+    "too many statically nested blocks",
+    "too many levels of indentation",
+    "too many nested f-strings",
+    "too complex",
+)
+
+# The newest grammar libcst knows. On this Python or a newer one, what CPython
+# rejects is never "newer syntax".
+NEWEST_GRAMMAR = (3, 14)
+
+
+@dataclass
+class Parsed:
+    """A parsed module, or the `ACL000` that says why there is none; `note` says
+    when the file was checked with libcst's grammar only (newer syntax)."""
+
+    module: cst.Module | None
+    error: Diagnostic | None = None
+    note: str | None = None
+
+
+@contextlib.contextmanager
+def analysis_conditions() -> Iterator[None]:
+    """What analysing one file needs from the interpreter, restored afterwards.
+
+    - A recursion limit for libcst's recursive passes over a tree `DEPTH_LIMIT`
+      deep (only raised, never lowered; meant for the main thread, whose stack
+      is the process's).
+    - No cyclic garbage collection while the file's tree is alive: each full
+      collection walks every node, which made a 1.3 MB file cost 40% more per KB
+      than a 20 kB one. The trees hold no cycles; what the analysis leaves
+      behind is collected once the file is done.
+    """
+    limit = sys.getrecursionlimit()
+    if limit < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        if limit < RECURSION_LIMIT:
+            sys.setrecursionlimit(limit)
+
+
+def too_deep(path: str, row: int = 1, column: int = 1, why: str = "") -> Diagnostic:
+    detail = f" ({why})" if why else ""
+    return parse_error(path, f"too deeply nested to parse{detail}", row, column)
+
+
+def too_deep_to_analyse(path: str) -> Diagnostic:
+    """For a RecursionError after the parse: within `DEPTH_LIMIT`, only nesting that
+    CPython's tree does not show (thousands of implicitly concatenated strings)."""
+    return parse_error(path, "too deeply nested to analyse (Python's recursion limit)")
+
+
+def parse(path: str, text: str) -> Parsed:
+    """CPython's verdict, the depth check, then libcst's parse (see the module doc)."""
+    try:
+        tree: ast.Module | None = compile_ast(text, path)
+        rejected: Diagnostic | None = None
+    except SyntaxError as exc:
+        tree, rejected = None, _syntax_error(path, text, exc)
+        if any(limit in exc.msg for limit in _CPYTHON_NESTING):
+            return Parsed(None, too_deep(path, *_position(rejected), why=f"CPython: {exc.msg}"))
+        if not _may_be_newer_syntax(text):
+            return Parsed(None, rejected)
+    except ValueError as exc:
+        return Parsed(None, parse_error(path, f"SyntaxError: {exc}"))
+    except (RecursionError, MemoryError):
+        return Parsed(None, too_deep(path, why="CPython's compiler gives up"))
+
+    if tree is not None:
+        depth, row, column = nesting_depth(tree, text)
+        if depth > DEPTH_LIMIT:
+            why = f"{depth} levels deep here; the limit is {DEPTH_LIMIT}"
+            return Parsed(None, too_deep(path, row, column, why))
+
+    try:
+        module = cst.parse_module(text)
+    except LIBCST_ERRORS as exc:
+        if rejected is not None:
+            return Parsed(None, rejected)
+        return Parsed(None, _libcst_error(path, text, exc, tree))
+    except RecursionError:
+        return Parsed(None, too_deep(path))
+    if rejected is None:
+        return Parsed(module)
+    newer = _newer_syntax(module, exc_message=rejected.message)
+    if newer is None:
+        return Parsed(None, rejected)
+    feature, version = newer
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    note = (
+        f"uses syntax newer than Python {running} ({feature}, Python "
+        f"{version[0]}.{version[1]}): checked with libcst's grammar; CPython {running} "
+        "cannot compile it"
+    )
+    return Parsed(module, note=note)
+
+
+def _position(diagnostic: Diagnostic) -> tuple[int, int]:
+    return diagnostic.row, diagnostic.column
+
+
+def _syntax_error(path: str, text: str, exc: SyntaxError) -> Diagnostic:
+    row = exc.lineno or 1
+    column = _column(text, row, exc.offset or 1)
+    return parse_error(path, f"SyntaxError: {exc.msg}", row, column)
+
+
+def _column(text: str, row: int, offset: int) -> int:
+    """CPython's 1-based offset is in code points for source text, except where it
+    points past the line (end of file): keep it on the line."""
+    lines = text.splitlines()
+    if 0 < row <= len(lines):
+        return max(1, min(offset, len(lines[row - 1]) + 1))
+    return max(1, offset)
+
+
+# -- how deep a tree is ------------------------------------------------------------
+
+
+# operators and contexts: leaves without a position, never deeper than their parent's operands
+_NO_DEPTH = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
+
+
+def nesting_depth(tree: ast.AST, text: str) -> tuple[int, int, int]:
+    """The deepest nesting in CPython's tree, as libcst will see it, and where it is
+    (1-based row and column of the deepest node that has a position).
+
+    A chain of `and`/`or` is one node in CPython's tree and a nested pair per
+    operand in libcst's, so it counts one level per operand.
+    """
+    best, best_node = 0, tree
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    leaves = (ast.Name, ast.Constant)
+    while stack:
+        node, depth = stack.pop()
+        if depth > best:
+            best, best_node = depth, node
+        child = depth + (len(node.values) - 1 if isinstance(node, ast.BoolOp) else 1)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(
+                    (item, child)
+                    for item in value
+                    if isinstance(item, ast.AST)
+                    and not isinstance(item, _NO_DEPTH)
+                    and (child > best or not isinstance(item, leaves))
+                )
+            elif (
+                isinstance(value, ast.AST)
+                and not isinstance(value, _NO_DEPTH)
+                and (child > best or not isinstance(value, leaves))
+            ):
+                stack.append((value, child))
+    row = getattr(best_node, "lineno", 1)
+    offset = getattr(best_node, "col_offset", 0)
+    return best, row, _char_column(text, row, offset)
+
+
+def _char_column(text: str, row: int, byte_offset: int) -> int:
+    """CPython's AST columns count UTF-8 bytes; ours count code points."""
+    lines = text.splitlines()
+    if not 0 < row <= len(lines):
+        return 1
+    line = lines[row - 1].encode("utf-8")
+    return len(line[:byte_offset].decode("utf-8", errors="ignore")) + 1
+
+
+def token_depth(text: str) -> int:
+    """An upper bound of the nesting in `text` from its tokens alone (for a file
+    CPython would not build a tree for): along the open brackets, the tokens since
+    the last comma at each level. Items separated by commas are siblings, never
+    nested in one another; anything else may be (`a + b + c`, `-(-(-a))`)."""
+    counts = [0]
+    total = best = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind, string = token.type, token.string
+            if kind == tokenize.OP and string in "([{":
+                counts[-1] += 1
+                total += 1
+                counts.append(0)
+            elif kind == tokenize.OP and string in ")]}":
+                if len(counts) > 1:
+                    total -= counts.pop()
+            elif kind == tokenize.OP and string in (",", ";"):
+                total -= counts[-1]
+                counts[-1] = 0
+            elif kind in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                counts, total = [0], 0
+            elif kind not in (tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER):
+                counts[-1] += 1
+                total += 1
+            best = max(best, total)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return sys.maxsize  # cannot even be tokenized here: do not risk libcst on it
+    return best
+
+
+# -- syntax newer than this Python ---------------------------------------------------
+
+
+def _may_be_newer_syntax(text: str) -> bool:
+    """Whether libcst should look at a file CPython rejected: only on a Python
+    older than libcst's newest grammar, and only when its tokens show no nesting
+    deep enough to crash libcst's parser."""
+    if sys.version_info[:2] >= NEWEST_GRAMMAR:
+        return False
+    return token_depth(text) <= TOKEN_DEPTH_LIMIT
+
+
+class _NewerSyntax(cst.CSTVisitor):
+    """The first construct newer than the running Python, with its version."""
+
+    def __init__(self) -> None:
+        self.found: tuple[str, tuple[int, int]] | None = None
+
+    def _see(self, feature: str, version: tuple[int, int]) -> None:
+        if version > sys.version_info[:2] and (self.found is None or version > self.found[1]):
+            self.found = (feature, version)
+
+    def visit_Match(self, node: cst.Match) -> None:
+        self._see("match statement", (3, 10))
+
+    def visit_TryStar(self, node: cst.TryStar) -> None:
+        self._see("except* clause", (3, 11))
+
+    def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
+        if isinstance(node.slice, cst.Index) and node.slice.star is not None:
+            self._see("starred subscript", (3, 11))
+
+    def visit_TypeAlias(self, node: cst.TypeAlias) -> None:
+        self._see("type alias statement", (3, 12))
+
+    def visit_TypeParameters(self, node: cst.TypeParameters) -> None:
+        self._see("type parameter list", (3, 12))
+
+    def visit_TypeParam(self, node: cst.TypeParam) -> None:
+        if node.default is not None:
+            self._see("type parameter default", (3, 13))
+
+    def visit_TemplatedString(self, node: cst.TemplatedString) -> None:
+        self._see("template string", (3, 14))
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if isinstance(node.type, cst.Tuple) and not node.type.lpar:
+            self._see("except clause without parentheses", (3, 14))
+
+
+def _newer_syntax(module: cst.Module, exc_message: str) -> tuple[str, tuple[int, int]] | None:
+    finder = _NewerSyntax()
+    module.visit(finder)
+    if finder.found is not None:
+        return finder.found
+    if sys.version_info < (3, 12) and "f-string" in exc_message:
+        # PEP 701 (3.12) lifted the limits on what an f-string may contain
+        return ("f-string that reuses its quotes, or holds a backslash or comment", (3, 12))
+    return None
+
+
+# -- where libcst fails on what CPython accepts ----------------------------------
+
+
+def _libcst_error(path: str, text: str, exc: Exception, tree: ast.Module | None) -> Diagnostic:
+    row, column = _libcst_failure(text, tree) if tree is not None else (1, 1)
+    return parse_error(
+        path,
+        "libcst (the parser accel-lint uses) cannot parse this statement, though CPython "
+        f"accepts it ({type(exc).__name__}); no rule checked this file",
+        row,
+        column,
+    )
+
+
+def _fails(text: str) -> bool:
+    try:
+        cst.parse_module(text)
+    except LIBCST_ERRORS:
+        return True
+    except RecursionError:
+        return False
+    return False
+
+
+def _libcst_failure(text: str, tree: ast.Module) -> tuple[int, int]:
+    """The statement libcst fails on: the first top-level statement that fails on its
+    own (one parse of each, so the whole search costs about one parse of the file),
+    then, inside it, the innermost statement whose own lines make the difference.
+    libcst's own position is after the failure, often at the next statement."""
+    lines = text.splitlines(keepends=True)
+    for statement in tree.body:
+        first, last = _lines_of(statement)
+        if _fails("".join(lines[first - 1 : last])):
+            own = lines[first - 1 : last]
+            row, offset = _innermost(own, statement, first)
+            return row, _char_column(text, row, offset)
+    return 1, 1
+
+
+def _lines_of(statement: ast.stmt) -> tuple[int, int]:
+    decorators = getattr(statement, "decorator_list", [])
+    first = min([statement.lineno, *(d.lineno for d in decorators)])
+    return first, statement.end_lineno or statement.lineno
+
+
+def _innermost(own: list[str], statement: ast.stmt, first: int) -> tuple[int, int]:
+    """Within a failing compound statement (its lines `own`, starting at row
+    `first`), descend into the body statement that still fails when every other
+    body statement is replaced by `pass`; stop where the header alone fails."""
+    children = _body_statements(statement)
+    if not children or not all(_whole_lines(own, first, c) for c in children):
+        return statement.lineno, statement.col_offset
+    if _fails(_blanked(own, first, children)):
+        return statement.lineno, statement.col_offset  # the header itself
+    for child in children:
+        others = [c for c in children if c is not child]
+        if _fails(_blanked(own, first, others)):
+            return _innermost(own, child, first)
+    return statement.lineno, statement.col_offset
+
+
+def _body_statements(statement: ast.stmt) -> list[ast.stmt]:
+    found: list[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(statement, name, None)
+        if isinstance(value, list):
+            found.extend(s for s in value if isinstance(s, ast.stmt))
+    for holder in (*getattr(statement, "handlers", []), *getattr(statement, "cases", [])):
+        found.extend(holder.body)
+    return found
+
+
+def _whole_lines(own: list[str], first: int, statement: ast.stmt) -> bool:
+    """Whether the statement (and each of its decorators) starts its line, so that
+    its lines can be blanked without touching a neighbour."""
+    starts = [(statement.lineno, statement.col_offset)]
+    starts += [(d.lineno, d.col_offset - 1) for d in getattr(statement, "decorator_list", [])]
+    return all(not own[row - first].encode("utf-8")[:offset].strip() for row, offset in starts)
+
+
+def _blanked(own: list[str], first: int, statements: list[ast.stmt]) -> str:
+    """`own` with each of `statements` replaced by `pass` (line count kept)."""
+    out = list(own)
+    for statement in statements:
+        start, end = _lines_of(statement)
+        line = out[start - first]
+        indent = line[: len(line) - len(line.lstrip())]
+        out[start - first] = f"{indent}pass\n"
+        for row in range(start + 1, end + 1):
+            out[row - first] = "\n"
+    return "".join(out)
