@@ -101,6 +101,7 @@ def _dump(diag: Diagnostic) -> list[Any]:
         diag.fix_message,
         fix,
         diag.cell,
+        diag.no_fix_reason,
     ]
 
 
@@ -115,12 +116,13 @@ def _typed(value: Any, *types: type) -> Any:
 
 
 def _load(raw: list[Any], filename: str, with_edits: bool) -> Diagnostic:
-    if len(raw) not in (11, 12):
+    if len(raw) != 13:
         raise ValueError("unexpected entry length in the cache")
     code, name, message, row, column, end_row, end_column, has_fix, safety, fix_message, fix = raw[
         :11
     ]
-    cell = _typed(raw[11], int, type(None)) if len(raw) > 11 else None
+    cell = _typed(raw[11], int, type(None))
+    no_fix_reason = _typed(raw[12], str, type(None))
     for text in (code, name, message):
         _typed(text, str)
     for number in (row, column, end_row, end_column):
@@ -135,7 +137,7 @@ def _load(raw: list[Any], filename: str, with_edits: bool) -> Diagnostic:
         _typed(fmessage, str)
         loaded = []
         for edit in _typed(edits, list):
-            c, r, col, er, ec = _typed(edit, list)
+            c, r, col, er, ec, edit_cell = _typed(edit, list)
             loaded.append(
                 Edit(
                     _typed(c, str),
@@ -143,6 +145,7 @@ def _load(raw: list[Any], filename: str, with_edits: bool) -> Diagnostic:
                     _typed(col, int),
                     _typed(er, int),
                     _typed(ec, int),
+                    _typed(edit_cell, int, type(None)),
                 )
             )
         view = FixView(applicability, fmessage, tuple(loaded))
@@ -159,6 +162,7 @@ def _load(raw: list[Any], filename: str, with_edits: bool) -> Diagnostic:
         has_fix,
         safety,
         fix_message,
+        no_fix_reason,
         cell=cell,
     )
 

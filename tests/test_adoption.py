@@ -118,7 +118,9 @@ def test_check_fix_is_fix_apply(tmp_path: Path) -> None:
     ran = cli("check", "--fix", "--no-cache", "a.py", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert (tmp_path / "a.py").read_text().endswith("num_workers=2, pin_memory=True)\n")
-    (tmp_path / "b.py").write_text(code + "loader = DataLoader(range(8))\n")
+    # a script whose loader is built under the guard: ACL101's fix is offered there
+    guarded = 'if __name__ == "__main__":\n    loader = DataLoader(range(8))\n'
+    (tmp_path / "b.py").write_text(code + guarded)
     ran = cli("check", "--fix", "--no-cache", "b.py", cwd=tmp_path)
     assert ran.returncode == 1  # ACL101's fix is unsafe: it remains
     ran = cli("check", "--fix", "--unsafe-fixes", "--no-cache", "b.py", cwd=tmp_path)
