@@ -42,11 +42,13 @@ LOADER = (b"DataLoader",)
 CONV = (b"Conv1d", b"Conv2d", b"Conv3d", b"ConvTranspose")
 DATA_PARALLEL = (b"DataParallel",)
 DISTRIBUTED = (b"init_process_group", b"DistributedDataParallel", b"horovod")
+COMPILE = (b"compile",)
 
 RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER),
     RuleEntry("ACL102", "dataloader_unpinned_memory.DataloaderUnpinnedMemory", LOADER),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
+    RuleEntry("ACL202", "cudnn_autotuner_off.CudnnAutotunerOff", CONV),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
