@@ -52,6 +52,12 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL204", "jit_script_for_fusion.JitScriptForFusion", (b"jit",)),
     RuleEntry("ACL205", "compile_mode_positional.CompileModePositional", COMPILE),
     RuleEntry("ACL206", "compile_in_loop.CompileInLoop", COMPILE),
+    RuleEntry(
+        "ACL207",
+        "fp32_matmul_precision_default.Fp32MatmulPrecisionDefault",
+        (b".step",),
+        default_enabled=False,
+    ),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
