@@ -58,6 +58,12 @@ RULES: tuple[RuleEntry, ...] = (
         (b".step",),
         default_enabled=False,
     ),
+    RuleEntry(
+        "ACL208",
+        "channels_last_convnet.ChannelsLastConvnet",
+        (b"Conv2d", b"ConvTranspose2d"),
+        default_enabled=False,
+    ),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
