@@ -64,6 +64,12 @@ RULES: tuple[RuleEntry, ...] = (
         (b"Conv2d", b"ConvTranspose2d"),
         default_enabled=False,
     ),
+    RuleEntry(
+        "ACL209",
+        "tensor_core_misaligned_dims.TensorCoreMisalignedDims",
+        (b"Linear", b"Embedding"),
+        default_enabled=False,
+    ),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
