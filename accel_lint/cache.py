@@ -1,6 +1,6 @@
 """The result cache: a file whose bytes did not change is not linted again.
 
-Layout (ruff's, `research/ux_anchors.md` §2.8): a `.accel_lint_cache/` directory
+Layout (ruff's cache layout): a `.accel_lint_cache/` directory
 with a `CACHEDIR.TAG` and a `.gitignore` of `*`, holding one JSON file per
 (accel-lint build, Python version, settings). That file maps each linted file's
 absolute path to the SHA-256 of its bytes, the rule codes enabled for it, and

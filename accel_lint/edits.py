@@ -72,17 +72,6 @@ def add_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -
     return call.with_changes(args=args)
 
 
-def set_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -> cst.Call:
-    """`call` with the existing `keyword=` argument's value replaced, or added."""
-    expr = cst.parse_expression(value) if isinstance(value, str) else value
-    args = list(call.args)
-    for i, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            args[i] = arg.with_changes(value=expr)
-            return call.with_changes(args=args)
-    return add_keyword(call, keyword, expr)
-
-
 def _separator(call: cst.Call) -> cst.Comma:
     """The comma style the call already uses between arguments (newline and indent kept,
     comments left where they are)."""

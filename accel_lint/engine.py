@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView, parse_error
 from accel_lint.facts import FileFacts
 from accel_lint.facts.collector import FactsCollector, ScopeCloser
+from accel_lint.positions import Locator
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Finding, Fix, FixSafety, Rule, RuleContext
 from accel_lint.rules import RULES
@@ -37,17 +38,13 @@ class Analysis:
     module: cst.Module | None
     findings: list[Finding] = field(default_factory=list)
     error: Diagnostic | None = None
-    _positions: Mapping[cst.CSTNode, CodeRange] | None = None
-
-    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
-        if self._positions is None:
-            assert self.module is not None
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
-        return self._positions
+    _locator: Locator | None = None
 
     def range_of(self, node: cst.CSTNode) -> CodeRange:
-        return self.positions()[node]
+        if self._locator is None:
+            assert self.module is not None
+            self._locator = Locator(self.module, self.source.text)
+        return self._locator.range_of(node)
 
 
 def rules_for(codes: frozenset[str], data: bytes) -> list[type[Rule]]:

@@ -66,10 +66,6 @@ def _may_match(codes: frozenset[str], data: bytes) -> bool:
     return any(entry.code in codes and entry.may_match(data) for entry in RULES)
 
 
-def lint_file(path: str, settings: Settings, *, with_edits: bool = False) -> FileReport:
-    return _lint_hashed(path, settings, with_edits)[0]
-
-
 def _lint_hashed(path: str, settings: Settings, with_edits: bool) -> tuple[FileReport, str | None]:
     """The report and the hash of the bytes it describes (None when unreadable)."""
     try:

@@ -1,7 +1,7 @@
 """Name resolution through imports: a lean scope table built during the one traversal.
 
 libcst's `QualifiedNameProvider` answers the same question but costs about five
-parses per file (`../shared/research/perf_baseline.md`); this table is filled
+parses per file (docs/performance.md); this table is filled
 by `facts.FactsCollector` as it walks and is queried after the walk, when every
 binding of every scope is known (Python decides locality per function, not per
 line).
@@ -165,12 +165,6 @@ def resolves_to(expr: cst.BaseExpression, scope: Scope, targets: Iterable[str]) 
     names = qualified_names(expr, scope)
     wanted = targets if isinstance(targets, (set, frozenset)) else frozenset(targets)
     return bool(names) and all(n in wanted for n in names)
-
-
-def resolves_under(expr: cst.BaseExpression, scope: Scope, prefix: str) -> bool:
-    """True when every name `expr` can denote lies inside module `prefix` (e.g. "torch")."""
-    names = qualified_names(expr, scope)
-    return bool(names) and all(n == prefix or n.startswith(prefix + ".") for n in names)
 
 
 def single_binding(name: cst.Name, scope: Scope) -> Binding | None:

@@ -164,11 +164,9 @@ RANDOM_FUNCTIONS = frozenset(
 
 CUDNN_MODULE = "torch.backends.cudnn"
 CUDNN_BENCHMARK = frozenset({"torch.backends.cudnn.benchmark"})
-CUDNN_DETERMINISTIC = frozenset({"torch.backends.cudnn.deterministic"})
 CUDNN_ENABLED = frozenset({"torch.backends.cudnn.enabled"})
 # context managers / setters that choose cuDNN's flags, benchmark included
 CUDNN_FLAGS = frozenset({"torch.backends.cudnn.flags", "torch.backends.cudnn.set_flags"})
-USE_DETERMINISTIC_ALGORITHMS = frozenset({"torch.use_deterministic_algorithms"})
 SET_FLOAT32_MATMUL_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
 # `torch.set_float32_matmul_precision` exists from torch 1.12 (when TF32 matmuls
 # became off by default); `torch.backends.cuda.matmul.allow_tf32` from 1.7.
@@ -201,33 +199,12 @@ JIT_EXPORT = JIT_SAVE | frozenset(
 # `torch.compile` replaces TorchScript for speed from torch 2.0.
 COMPILE_SINCE = (2, 0)
 
-# -- precision ------------------------------------------------------------------------
+# -- precision (float32 training) ------------------------------------------------------
 
-AUTOCAST = frozenset(
-    {
-        "torch.autocast",
-        "torch.amp.autocast",
-        "torch.amp.autocast_mode.autocast",
-        "torch.cuda.amp.autocast",
-        "torch.cuda.amp.autocast_mode.autocast",
-        "torch.cpu.amp.autocast",
-        "torch.cpu.amp.autocast_mode.autocast",
-    }
-)
-CUDA_AUTOCAST = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
-CPU_AUTOCAST = frozenset({"torch.cpu.amp.autocast", "torch.cpu.amp.autocast_mode.autocast"})
-GRAD_SCALER = frozenset(
-    {
-        "torch.amp.GradScaler",
-        "torch.amp.grad_scaler.GradScaler",
-        "torch.cuda.amp.GradScaler",
-        "torch.cuda.amp.grad_scaler.GradScaler",
-    }
-)
-HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
-FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
 # dtypes other than float32 a model or its inputs may be cast to
-NON_FLOAT32_DTYPES = HALF_DTYPES | frozenset({"torch.float64", "torch.double"})
+NON_FLOAT32_DTYPES = frozenset(
+    {"torch.float16", "torch.half", "torch.bfloat16", "torch.float64", "torch.double"}
+)
 # module methods that cast parameters away from float32
 NON_FLOAT32_CASTS = frozenset({"half", "bfloat16", "double"})
 SET_DEFAULT_DTYPE = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
@@ -238,3 +215,132 @@ CHANNELS_LAST = frozenset({"torch.channels_last"})
 CONV2D = _spellings((*_NN, "torch.nn.modules.conv"), ("Conv2d", "ConvTranspose2d"))
 LINEAR = _spellings((*_NN, "torch.nn.modules.linear"), ("Linear",))
 EMBEDDING = _spellings((*_NN, "torch.nn.modules.sparse"), ("Embedding",))
+
+# -- mixed precision ------------------------------------------------------------------
+
+# torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)
+AUTOCAST_GENERIC = frozenset(
+    {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
+)
+# torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)
+AUTOCAST_CUDA_LEGACY = frozenset(
+    {"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"}
+)
+# torch.cpu.amp.autocast(enabled=True, dtype=torch.bfloat16, cache_enabled=True)
+AUTOCAST_CPU_LEGACY = frozenset({"torch.cpu.amp.autocast", "torch.cpu.amp.autocast_mode.autocast"})
+AUTOCAST = AUTOCAST_GENERIC | AUTOCAST_CUDA_LEGACY | AUTOCAST_CPU_LEGACY
+# what autocast computes in when no dtype is given (torch.get_autocast_dtype's defaults)
+AUTOCAST_DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
+
+# torch.amp.GradScaler(device="cuda", init_scale, growth_factor, backoff_factor,
+# growth_interval, enabled); the legacy classes take the same arguments without `device`
+GRAD_SCALER_GENERIC = frozenset(
+    {"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler"}
+)
+GRAD_SCALER_CUDA_LEGACY = frozenset(
+    {"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"}
+)
+GRAD_SCALER_CPU_LEGACY = frozenset(
+    {"torch.cpu.amp.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler"}
+)
+GRAD_SCALER = GRAD_SCALER_GENERIC | GRAD_SCALER_CUDA_LEGACY | GRAD_SCALER_CPU_LEGACY
+
+CUSTOM_FWD_CUDA_LEGACY = frozenset(
+    {"torch.cuda.amp.custom_fwd", "torch.cuda.amp.autocast_mode.custom_fwd"}
+)
+CUSTOM_BWD_CUDA_LEGACY = frozenset(
+    {"torch.cuda.amp.custom_bwd", "torch.cuda.amp.autocast_mode.custom_bwd"}
+)
+# The deprecated spellings of `torch.cuda.amp` / `torch.cpu.amp` (a FutureWarning from
+# torch 2.4) and the device their `torch.amp` replacement must name.
+DEPRECATED_AMP: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(AUTOCAST_CUDA_LEGACY, ("autocast", "cuda")),
+    **dict.fromkeys(AUTOCAST_CPU_LEGACY, ("autocast", "cpu")),
+    **dict.fromkeys(GRAD_SCALER_CUDA_LEGACY, ("GradScaler", "cuda")),
+    **dict.fromkeys(GRAD_SCALER_CPU_LEGACY, ("GradScaler", "cpu")),
+    **dict.fromkeys(CUSTOM_FWD_CUDA_LEGACY, ("custom_fwd", "cuda")),
+    **dict.fromkeys(CUSTOM_BWD_CUDA_LEGACY, ("custom_bwd", "cuda")),
+}
+DEPRECATED_AMP_SINCE = (2, 4)
+DEPRECATED_AMP_MODULES = frozenset(
+    {
+        "torch.cuda.amp",
+        "torch.cpu.amp",
+        "torch.cuda.amp.autocast_mode",
+        "torch.cpu.amp.autocast_mode",
+    }
+)
+
+FLOAT16 = frozenset({"torch.float16", "torch.half"})
+BFLOAT16 = frozenset({"torch.bfloat16"})
+DTYPE_NAMES = {
+    "torch.float16": "float16",
+    "torch.half": "float16",
+    "torch.bfloat16": "bfloat16",
+    "torch.float32": "float32",
+    "torch.float": "float32",
+    "torch.float64": "float64",
+    "torch.double": "float64",
+}
+
+CLIP_GRAD = _spellings(
+    ("torch.nn.utils", "torch.nn.utils.clip_grad"),
+    ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"),
+)
+
+# the TF32 switches: legacy booleans and, from torch 2.9, the `fp32_precision` strings
+TF32_LEGACY_MATMUL = "torch.backends.cuda.matmul.allow_tf32"
+TF32_LEGACY_CUDNN = "torch.backends.cudnn.allow_tf32"
+FP32_PRECISION_SINCE = (2, 9)
+FP32_PRECISION_OWNERS = frozenset(
+    {
+        "torch.backends",
+        "torch.backends.cuda.matmul",
+        "torch.backends.cudnn",
+        "torch.backends.cudnn.conv",
+        "torch.backends.cudnn.rnn",
+        "torch.backends.mkldnn",
+        "torch.backends.mkldnn.matmul",
+        "torch.backends.mkldnn.conv",
+        "torch.backends.mkldnn.rnn",
+    }
+)
+FLOAT32_MATMUL_PRECISION = frozenset(
+    {"torch.set_float32_matmul_precision", "torch.get_float32_matmul_precision"}
+)
+
+# -- optimizers -----------------------------------------------------------------------
+
+# torch.optim optimizers that take `foreach=` (and the ones with a `fused=` CUDA kernel)
+FOREACH_OPTIMIZER_CLASSES = (
+    "Adadelta",
+    "Adafactor",
+    "Adagrad",
+    "Adam",
+    "Adamax",
+    "AdamW",
+    "ASGD",
+    "NAdam",
+    "RAdam",
+    "RMSprop",
+    "Rprop",
+    "SGD",
+)
+FOREACH_OPTIMIZERS = frozenset(f"torch.optim.{n}" for n in FOREACH_OPTIMIZER_CLASSES) | frozenset(
+    f"torch.optim.{n.lower()}.{n}" for n in FOREACH_OPTIMIZER_CLASSES
+)
+FUSED_OPTIMIZERS = frozenset(f"torch.optim.{n}" for n in ("Adam", "AdamW", "SGD")) | frozenset(
+    f"torch.optim.{n.lower()}.{n}" for n in ("Adam", "AdamW", "SGD")
+)
+OPTIMIZER_BASE = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+
+# -- determinism ----------------------------------------------------------------------
+
+USE_DETERMINISTIC_ALGORITHMS = frozenset({"torch.use_deterministic_algorithms"})
+CUDNN_DETERMINISTIC = "torch.backends.cudnn.deterministic"
+
+# -- other libraries -------------------------------------------------------------------
+
+# apex's own mixed precision (deprecated by apex in favour of torch.amp)
+APEX_AMP = _spellings(("apex.amp", "apex.amp.frontend", "apex.amp.handle"), ("initialize", "init"))
+APEX_AMP |= _spellings(("apex.amp", "apex.amp.handle"), ("scale_loss",))

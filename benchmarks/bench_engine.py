@@ -6,7 +6,9 @@
     parse       libcst.parse_module, for files some rule can match
     walk        the one batched traversal (facts + every matching rule)
     finish      facts.finish() and each rule's finish() (name resolution happens here)
-    positions   PositionProvider, only for files with findings
+    positions   where the findings are (`accel_lint.positions`), only for files with
+                findings; `positions (libcst)` times libcst's PositionProvider on the same
+                files, what the engine used before
 
     python benchmarks/bench_engine.py                  # the installed torch's sources
     python benchmarks/bench_engine.py --corpus DIR --no-prefilter --qualified-names
@@ -34,14 +36,29 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
 
-from accel_lint.config import Selection, Settings, all_rules, load_settings
-from accel_lint.engine import DecodeError, decode, rules_for
-from accel_lint.facts import FactsCollector, FileFacts, ScopeCloser
+from accel_lint.config import Selection, Settings, load_settings
+from accel_lint.engine import rules_for
+from accel_lint.facts import FileFacts
+from accel_lint.facts.collector import FactsCollector, ScopeCloser
+from accel_lint.positions import Locator
 from accel_lint.rule import Rule, RuleContext
+from accel_lint.rules import RULES
+from accel_lint.source import DecodeError, decode
 from accel_lint.walk import walk
 
 T = TypeVar("T")
-PHASES = ("read", "prefilter", "syntax", "parse", "walk", "finish", "positions", "qualified-names")
+PHASES = (
+    "read",
+    "prefilter",
+    "syntax",
+    "parse",
+    "walk",
+    "finish",
+    "positions",
+    "positions (libcst)",
+    "qualified-names",
+)
+_EXTRA = ("positions (libcst)", "qualified-names")  # not part of accel-lint's own time
 
 
 class Clock:
@@ -63,7 +80,7 @@ def lint_one(
     data = clock.time("read", path.read_bytes)
     rules: list[type[Rule]] = clock.time(
         "prefilter",
-        lambda: rules_for(settings.enabled, data) if prefilter else list(all_rules()),
+        lambda: rules_for(settings.enabled, data) if prefilter else [e.rule for e in RULES],
     )
     try:
         text = decode(data).text
@@ -83,22 +100,25 @@ def lint_one(
         return 0
     facts = FileFacts(module)
     instances = [
-        rule(RuleContext(module, facts, settings, settings.options_for(rule))) for rule in rules
+        rule(RuleContext(module, facts, settings.target_torch, settings.options_for(rule)))
+        for rule in rules
     ]
     clock.time(
         "walk", lambda: walk(module, [FactsCollector(facts), *instances, ScopeCloser(facts)])
     )
 
-    def finish() -> int:
+    def finish() -> list[cst.CSTNode]:
         facts.finish()
         for instance in instances:
             instance.finish()
-        return sum(len(instance.findings) for instance in instances)
+        return [f.node for instance in instances for f in instance.findings]
 
-    found = clock.time("finish", finish)
-    if found:
+    nodes = clock.time("finish", finish)
+    if nodes:
+        locator = Locator(module, text)
+        clock.time("positions", lambda: [locator.range_of(n) for n in nodes])
         clock.time(
-            "positions",
+            "positions (libcst)",
             lambda: MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider),
         )
     if qualified_names:
@@ -106,7 +126,7 @@ def lint_one(
             "qualified-names",
             lambda: MetadataWrapper(module, unsafe_skip_copy=True).resolve(QualifiedNameProvider),
         )
-    return found
+    return len(nodes)
 
 
 def main() -> None:
@@ -139,7 +159,7 @@ def main() -> None:
             qualified_names=args.qualified_names,
         )
 
-    total = sum(sum(v) for phase, v in clock.samples.items() if phase != "qualified-names")
+    total = sum(sum(v) for phase, v in clock.samples.items() if phase not in _EXTRA)
     print(
         f"{len(files)} files from {args.corpus} ({len(settings.enabled)} rules, "
         f"prefilter {'off' if args.no_prefilter else 'on'}): {findings} findings, "
@@ -154,7 +174,7 @@ def main() -> None:
         if not values:
             continue
         ordered = sorted(values)
-        share = "" if phase == "qualified-names" else f"{100 * sum(values) / total:5.1f}%"
+        share = "" if phase in _EXTRA else f"{100 * sum(values) / total:5.1f}%"
         print(
             f"{phase:16} {len(values):6d} {sum(values):9.2f} {share:>6} "
             f"{1000 * statistics.fmean(values):9.2f} {1000 * statistics.median(values):8.2f} "

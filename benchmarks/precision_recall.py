@@ -3,7 +3,7 @@
 A spelling-based extractor lists every *candidate* site of each rule (every call
 spelled `...DataLoader(`, every `...Conv2d(`, every loop over parameters that
 mentions `grad`, ...): a superset of what a rule may flag. A human labels each
-candidate true (the anti-pattern RULES.md describes is there) or false, in a
+candidate true (the anti-pattern the rule's page describes is there) or false, in a
 JSON file; this script then compares the labels with what accel-lint reports.
 
     python benchmarks/precision_recall.py CORPUS --labels labels.json [--codes ACL101,ACL102]

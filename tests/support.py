@@ -19,6 +19,49 @@ from accel_lint.fixer import fix_source
 from accel_lint.source import Source
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Ran:
+    """What a command-line run left: exit status and both streams."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(
+    *args: str,
+    cwd: Path,
+    stdin: str | bytes | None = None,
+    env: dict[str, str | None] | None = None,
+) -> Ran:
+    """`accel-lint ARGS` in this process (click's runner), in `cwd`. An exception that
+    escapes the command is reported as Python would: a traceback and status 1."""
+    import os
+    import traceback
+
+    from click.testing import CliRunner
+
+    from accel_lint.cli import main
+
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(
+            main, list(args), input=stdin, env={"NO_COLOR": "1", **(env or {})}
+        )
+    finally:
+        os.chdir(previous)
+    stderr = result.stderr
+    code = result.exit_code
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        assert result.exc_info is not None
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+        code = 1
+    return Ran(code, result.stdout, stderr)
+
+
 MARKER = re.compile(r"[ \t]*#[ \t]*(ACL\d{3}(?:[ \t]+ACL\d{3})*)[ \t]*$")
 
 

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from accel_lint.pages import PAGES_URL
 from accel_lint.report.github import escape_data, escape_property
 from accel_lint.rules import RULES as RULE_TABLE
+from tests.support import Ran, cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "ci.md"
@@ -48,17 +49,9 @@ BROKEN = "def f(:\n    pass\n"
 ODD_NAME = "odd, name: 100%.py"  # a comma, a colon and a percent sign to escape
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The command line in a subprocess, with the cache in its default place."""
-    env = {k: v for k, v in os.environ.items() if k != "ACCEL_LINT_CACHE_DIR"}
-    return subprocess.run(
-        [sys.executable, "-m", "accel_lint", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**env, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
+def run(*args: str, cwd: Path) -> Ran:
+    """The command line, in process, with the cache in its default place."""
+    return cli(*args, cwd=cwd, env={"ACCEL_LINT_CACHE_DIR": None, "COLUMNS": "200"})
 
 
 @pytest.fixture
@@ -169,7 +162,7 @@ def test_github_escaping_round_trips_through_the_runner(text: str) -> None:
 _URI = re.compile(r"^(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$")
 
 
-def sarif(*args: str, cwd: Path) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+def sarif(*args: str, cwd: Path) -> tuple[dict[str, Any], Ran]:
     result = run("check", "--output-format", "sarif", *args, cwd=cwd)
     log = json.loads(result.stdout)
     jsonschema.Draft4Validator(SCHEMA).validate(log)

@@ -1,5 +1,7 @@
-"""The command line, through real subprocess calls: options, formats, exit codes,
-configuration, suppression, bad input."""
+"""The command line: options, formats, exit codes, configuration, suppression, bad
+input. In process through click's runner (`run`), and through a real subprocess
+(`run_process`) where the process boundary matters: stdin bytes, encodings, the
+console script itself."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import Ran, cli
 
 TRAIN = """\
 import torch
@@ -23,7 +27,13 @@ for (x,) in loader:
 """
 
 
-def run(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, cwd: Path, stdin: str | None = None) -> Ran:
+    return cli(*args, cwd=cwd, stdin=stdin, env={"COLUMNS": "200"})
+
+
+def run_process(
+    *args: str, cwd: Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "accel_lint", *args],
         cwd=cwd,
@@ -42,7 +52,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_check_concise_lists_each_finding_and_exits_1(project: Path) -> None:
-    result = run("check", "train.py", "--output-format", "concise", cwd=project)
+    result = run_process("check", "train.py", "--output-format", "concise", cwd=project)
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
         "train.py:6:10: ACL101 [~] DataLoader loads every batch in the training process: "

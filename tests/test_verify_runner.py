@@ -259,3 +259,42 @@ def test_an_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
         else:
             os.environ["PYTHONPATH"] = previous
     assert "site ran: True" in result.output
+
+
+def test_dataloader_workers_run_under_a_temporary_directory_too_long_for_sockets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest's tmp_path under xdist, or a user's TMPDIR, can be long enough that
+    # multiprocessing's socket path passes 107 bytes; workers then hang (CI saw it).
+    long_tmp = tmp_path / ("t" * 40) / ("u" * 40)
+    long_tmp.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(long_tmp))
+    result = _run(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, Dataset
+
+        class Noise(Dataset):
+            def __len__(self):
+                return 64
+
+            def __getitem__(self, index):
+                return torch.full((8,), float(index))
+
+        def main():
+            model = nn.Linear(8, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+            for x in DataLoader(Noise(), batch_size=8, num_workers=2):
+                optimizer.zero_grad()
+                model(x).sum().backward()
+                optimizer.step()
+
+        if __name__ == "__main__":
+            main()
+        """,
+        steps=4,
+    )
+    assert result.ok, (result.status, result.message, result.output)
+    assert result.first["stop_reason"] == "steps" and result.first["steps"] == 4

@@ -18,11 +18,11 @@ from accel_lint.cli.common import (
     jobs_option,
     selection_options,
 )
-from accel_lint.cli.fix import fix
 from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover
 from accel_lint.lint import FileReport, lint_bytes, lint_paths
 from accel_lint.report import FORMATS, render
+from accel_lint.report.text import render_statistics
 
 
 @click.command()
@@ -70,6 +70,9 @@ def check(
         if statistics:
             fail("--diff and --statistics cannot be combined")
         try:
+            # the fixer loads libcst: only when asked for
+            from accel_lint.cli.fix import fix
+
             ctx.invoke(
                 fix,
                 paths=paths,
@@ -99,10 +102,8 @@ def check(
     if shared.stdin:
         name = shared.stdin_filename or "-"
         reports = [lint_bytes(name, sys.stdin.buffer.read(), settings, with_edits=with_edits)]
-        files_checked = 1
     else:
         files = discover(shared.paths, settings, force_exclude=force_exclude)
-        files_checked = len(files)
         reports = lint_paths(
             files, settings, with_edits=with_edits, use_cache=not no_cache, jobs=jobs
         )
@@ -110,8 +111,6 @@ def check(
     internal = [r for r in reports if r.internal_error]
     out = sys.stdout
     if statistics:
-        from accel_lint.report.text import render_statistics
-
         render_statistics(found, out, unsafe_fixes=settings.unsafe_fixes)
     elif quiet and output_format in ("full", "concise"):
         render(
@@ -119,7 +118,6 @@ def check(
             found,
             cast(TextIO, _NoSummary(out)),
             unsafe_fixes=settings.unsafe_fixes,
-            files_checked=files_checked,
         )
     else:
         render(
@@ -127,7 +125,6 @@ def check(
             found,
             out,
             unsafe_fixes=settings.unsafe_fixes,
-            files_checked=files_checked,
         )
     for report in internal:
         internal_error(report.path, report.internal_error or "")

@@ -22,6 +22,7 @@ from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover
 from accel_lint.fixer import write_atomic
 from accel_lint.lint import FixReport, fix_bytes, fix_paths
+from accel_lint.report.text import render_concise
 
 
 @click.command()
@@ -128,8 +129,6 @@ def _fix_summary(
     else:
         err.write("No fixes available.\n" if not remaining else "")
     if remaining:
-        from accel_lint.report.text import render_concise
-
         if applied or not fixed:
             render_concise(remaining, err, unsafe_fixes=settings.unsafe_fixes, color=None)
         else:

@@ -175,9 +175,6 @@ class FileFacts:
     def class_def(self) -> cst.ClassDef | None:
         return self.classes_stack[-1] if self.classes_stack else None
 
-    def snapshot_guards(self) -> tuple[Guard, ...]:
-        return tuple(self.guards)
-
     def resolves_to(self, expr: cst.BaseExpression, targets: frozenset[str]) -> bool:
         """During the walk only: does `expr` (in the current scope) denote one of `targets`?"""
         return resolves_to(expr, self.scope, targets)
@@ -197,25 +194,6 @@ class FileFacts:
     def method_calls(self, method: str) -> list[CallSite]:
         """Every `<receiver>.<method>(...)` call in the file."""
         return self._method_calls.get(method, [])
-
-    def calls_to_function(self, func: cst.FunctionDef) -> list[CallSite]:
-        """Call sites in this file of a module-level function or of a method via `self.`."""
-        result: list[CallSite] = []
-        name = func.name.value
-        for site in self.calls:
-            callee = site.node.func
-            if isinstance(callee, cst.Name) and callee.value == name:
-                bindings = site.scope.lookup(name)
-                if bindings and any(b.node is func for b in bindings):
-                    result.append(site)
-            elif (
-                isinstance(callee, cst.Attribute)
-                and callee.attr.value == name
-                and isinstance(callee.value, cst.Name)
-                and callee.value.value in ("self", "cls")
-            ):
-                result.append(site)
-        return result
 
     def kwargs_dict(self, name: cst.Name, scope: Scope) -> KwargsDict | None:
         bindings = scope.lookup(name.value)

@@ -58,7 +58,3 @@ def passed(call: cst.Call, param: str, facts: FileFacts, scope: Scope) -> Passed
         if param in kwargs.values:
             return Passed(False, kwargs.values[param], None, True, param in kwargs.conditional_keys)
     return Passed(True)
-
-
-def call_has_splat(call: cst.Call) -> bool:
-    return any(arg.star == "**" for arg in call.args)

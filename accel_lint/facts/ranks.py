@@ -453,10 +453,6 @@ class RankAnalysis:
 
     # -- the script's own rank variable ----------------------------------------
 
-    def rank_variable(self, scope: Scope) -> RankVariable | None:
-        """The global-rank variable a fix can test at `scope`, if the script has one."""
-        return next(self.rank_variables(scope), None)
-
     def rank_variables(self, scope: Scope) -> Iterator[RankVariable]:
         """Global-rank variables visible at `scope`, nearest first: names bound in `scope`
         or an enclosing scope (LEGB), then `self.<attr>` / `args.<attr>`."""

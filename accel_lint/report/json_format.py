@@ -1,4 +1,5 @@
-"""`--output-format json`: SPEC.md's array of findings."""
+"""`--output-format json`: an array of findings, sorted by file then position
+(the format is described in the README)."""
 
 from __future__ import annotations
 

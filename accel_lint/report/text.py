@@ -3,30 +3,53 @@ source line with a marker under the reported span, and the fix as help)."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import TextIO
 
-from rich.console import Console
-from rich.markup import escape
-
 from accel_lint.diagnostic import Diagnostic
-from accel_lint.report import marker
 
 _CONTEXT = 1  # lines shown above and below the reported line
+_STYLES = {"bold": "1", "red": "31", "blue": "34", "cyan": "36"}
 
 
-def console_for(stream: TextIO, color: bool | None) -> Console:
-    # Plain text when not writing to a terminal (CI logs, pipes, files).
-    return Console(
-        file=stream,
-        highlight=False,
-        soft_wrap=True,
-        emoji=False,
-        force_terminal=color,
-        no_color=color is False,
-    )
+class Painter:
+    """Writes lines, with ANSI styles only when colour is on. Written by hand rather
+    than with rich: `check` runs on every commit, and importing rich costs more than
+    linting a file."""
+
+    def __init__(self, stream: TextIO, color: bool | None) -> None:
+        self.stream = stream
+        self.color = use_color(stream) if color is None else color
+
+    def style(self, text: str, *styles: str) -> str:
+        if not self.color or not styles:
+            return text
+        codes = ";".join(_STYLES[s] for s in styles)
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+    def print(self, line: str = "") -> None:
+        self.stream.write(line + "\n")
+
+
+def marker(diag: Diagnostic, unsafe_fixes: bool) -> str:
+    """`[*]` a fix `fix --apply` makes now; `[~]` an unsafe fix, needing --unsafe-fixes."""
+    if not diag.has_fix:
+        return ""
+    if diag.fix_safety == "safe" or unsafe_fixes:
+        return "[*]"
+    return "[~]"
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def _location(d: Diagnostic) -> str:
@@ -36,18 +59,17 @@ def _location(d: Diagnostic) -> str:
 def render_concise(
     diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool, color: bool | None
 ) -> None:
-    console = console_for(stream, color)
+    out = Painter(stream, color)
     for d in diagnostics:
         mark = marker(d, unsafe_fixes)
-        mark_text = f" {escape(mark)}" if mark else ""
-        console.print(
-            f"[bold]{escape(_location(d))}:[/bold] [bold red]{d.code}[/bold red]{mark_text} "
-            f"{escape(d.message)}"
+        mark_text = f" {mark}" if mark else ""
+        out.print(
+            f"{out.style(_location(d) + ':', 'bold')} {out.style(d.code, 'bold', 'red')}"
+            f"{mark_text} {d.full_message}"
         )
-    summary(diagnostics, console, unsafe_fixes=unsafe_fixes)
+    summary(diagnostics, out, unsafe_fixes=unsafe_fixes)
 
 
-@lru_cache(maxsize=64)
 def _lines(path: str) -> tuple[str, ...]:
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
@@ -64,41 +86,47 @@ def render_full(
     color: bool | None,
     sources: dict[str, Sequence[str]] | None = None,
 ) -> None:
-    console = console_for(stream, color)
+    out = Painter(stream, color)
+    bar = out.style("|", "blue")
+    sources = dict(sources or {})
     for d in diagnostics:
         mark = marker(d, unsafe_fixes)
-        mark_text = f" {escape(mark)}" if mark else ""
-        console.print(f"[bold red]{d.code}[/bold red]{mark_text} [bold]{escape(d.message)}[/bold]")
-        console.print(f"  [blue]-->[/blue] {escape(_location(d))}")
-        lines = (sources or {}).get(d.filename) or _lines(d.filename)
+        mark_text = f" {mark}" if mark else ""
+        out.print(
+            f"{out.style(d.code, 'bold', 'red')}{mark_text} {out.style(d.full_message, 'bold')}"
+        )
+        out.print(f"  {out.style('-->', 'blue')} {_location(d)}")
+        if d.filename not in sources:
+            sources[d.filename] = _lines(d.filename)
+        lines = sources[d.filename]
         if lines and 0 < d.row <= len(lines):
             first = max(1, d.row - _CONTEXT)
             last = min(len(lines), d.row + _CONTEXT)
             width = len(str(last))
             pad = " " * width
-            console.print(f"{pad} [blue]|[/blue]")
+            out.print(f"{pad} {bar}")
             for n in range(first, last + 1):
                 text = lines[n - 1].expandtabs(4) if n != d.row else lines[n - 1]
-                console.print(f"[blue]{n:>{width}} |[/blue] {escape(text)}")
+                out.print(f"{out.style(f'{n:>{width}} |', 'blue')} {text}")
                 if n == d.row:
                     start = d.column - 1
                     end = d.end_column - 1 if d.end_row == d.row else len(text)
                     carets = "^" * max(1, end - start)
                     prefix = "".join("\t" if ch == "\t" else " " for ch in text[:start])
-                    console.print(
-                        f"{pad} [blue]|[/blue] {prefix}[bold red]{carets} {d.code}[/bold red]"
+                    out.print(
+                        f"{pad} {bar} {prefix}{out.style(f'{carets} {d.code}', 'bold', 'red')}"
                     )
-            console.print(f"{pad} [blue]|[/blue]")
+            out.print(f"{pad} {bar}")
         if d.has_fix:
             kind = "safe fix" if d.fix_safety == "safe" else "unsafe fix"
             hint = d.fix_message
-            hint_text = f"{escape(hint)} " if hint else ""
-            console.print(f"[bold cyan]help[/bold cyan]: {hint_text}({kind})")
-        console.print()
-    summary(diagnostics, console, unsafe_fixes=unsafe_fixes)
+            hint_text = f"{hint} " if hint else ""
+            out.print(f"{out.style('help', 'bold', 'cyan')}: {hint_text}({kind})")
+        out.print()
+    summary(diagnostics, out, unsafe_fixes=unsafe_fixes)
 
 
-def summary(diagnostics: Sequence[Diagnostic], console: Console, *, unsafe_fixes: bool) -> None:
+def summary(diagnostics: Sequence[Diagnostic], console: Painter, *, unsafe_fixes: bool) -> None:
     if not diagnostics:
         console.print("All checks passed!")
         return
@@ -110,10 +138,10 @@ def summary(diagnostics: Sequence[Diagnostic], console: Console, *, unsafe_fixes
     )
     if fixable:
         extra = " --unsafe-fixes" if unsafe_fixes else ""
-        console.print(f"\\[*] {fixable} fixable with `accel-lint fix --apply{extra}`.")
+        console.print(f"[*] {fixable} fixable with `accel-lint fix --apply{extra}`.")
     if hidden:
         console.print(
-            f"\\[~] {hidden} more fixable with `accel-lint fix --apply --unsafe-fixes` "
+            f"[~] {hidden} more fixable with `accel-lint fix --apply --unsafe-fixes` "
             "(unsafe: read each rule's Fix safety first)."
         )
 

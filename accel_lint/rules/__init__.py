@@ -72,6 +72,31 @@ RULES: tuple[RuleEntry, ...] = (
     ),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
+    RuleEntry(
+        "ACL304",
+        "deprecated_cuda_amp.DeprecatedCudaAmp",
+        (b"cuda.amp", b"cpu.amp", b"import amp", b"custom_fwd", b"custom_bwd"),
+    ),
+    RuleEntry("ACL305", "clip_scaled_gradients.ClipScaledGradients", (b"clip_grad",)),
+    RuleEntry("ACL306", "apex_amp.ApexAmp", (b"apex",)),
+    RuleEntry(
+        "ACL309",
+        "fused_optimizer_available.FusedOptimizerAvailable",
+        (b"Adam", b"SGD"),
+        default_enabled=False,
+    ),
+    RuleEntry("ACL312", "grad_scaler_with_bf16.GradScalerWithBf16", (b"GradScaler",)),
+    RuleEntry("ACL313", "tf32_legacy_api.Tf32LegacyApi", (b"allow_tf32",)),
+    RuleEntry(
+        "ACL314", "fp16_autocast_without_grad_scaler.Fp16AutocastWithoutGradScaler", (b"autocast",)
+    ),
+    RuleEntry("ACL316", "foreach_disabled.ForeachDisabled", (b"foreach",)),
+    RuleEntry(
+        "ACL317",
+        "determinism_left_on.DeterminismLeftOn",
+        (b"deterministic",),
+        default_enabled=False,
+    ),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
         "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL

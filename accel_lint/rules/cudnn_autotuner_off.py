@@ -88,7 +88,7 @@ class CudnnAutotunerOff(Rule):
                 continue
             if names <= CUDNN_BENCHMARK:
                 return True
-            if names <= CUDNN_DETERMINISTIC and not _is(value, "False"):
+            if names == {CUDNN_DETERMINISTIC} and not _is(value, "False"):
                 return True
             if names <= CUDNN_ENABLED and not _is(value, "True"):
                 return True

@@ -10,6 +10,7 @@ watchdog for seconds) are killed before the next run starts.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -18,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -182,10 +184,37 @@ def command(target: Target, launch: Launch) -> list[str]:
     return [sys.executable, script, *target.args]
 
 
+# multiprocessing puts a DataLoader worker's socket at
+# $TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX (32 bytes after TMPDIR), and a Unix
+# socket path holds at most 107: past that the workers hang instead of failing.
+SOCKET_PATH_MAX = 107
+MULTIPROCESSING_SUFFIX = 32
+_short_tmpdirs: list[str] = []
+
+
+def socket_safe_tmpdir(tmpdir: str) -> str:
+    """`tmpdir` when DataLoader workers can open their sockets under it, else a
+    short directory under the system's /tmp made once per process and removed at
+    its exit (the user's TMPDIR can be long; pytest's tmp_path under xdist is)."""
+    if len(os.fsencode(tmpdir)) + MULTIPROCESSING_SUFFIX <= SOCKET_PATH_MAX:
+        return tmpdir
+    if not _short_tmpdirs:
+        for root in ("/tmp", "/var/tmp", "/dev/shm"):
+            if os.path.isdir(root) and os.access(root, os.W_OK | os.X_OK):
+                made = tempfile.mkdtemp(prefix="acl-", dir=root)
+                atexit.register(shutil.rmtree, made, True)
+                _short_tmpdirs.append(made)
+                break
+        else:
+            return tmpdir  # nowhere shorter to go; the script's own temporary files stay put
+    return _short_tmpdirs[0]
+
+
 def environment(
     config: dict[str, Any], threads: int, base: dict[str, str] | None = None
 ) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
+    env["TMPDIR"] = socket_safe_tmpdir(env.get("TMPDIR") or tempfile.gettempdir())
     previous = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(HOOK_DIR) + (os.pathsep + previous if previous else "")
     env[CONFIG_ENV] = json.dumps(config)
@@ -227,9 +256,9 @@ def run(target: Target, spec: RunSpec, scratch: Path) -> RunResult:
         "reference": str(spec.reference) if spec.reference else None,
         "align_init": str(spec.align_init) if spec.align_init else None,
     }
-    # TMPDIR stays the user's: a longer one (inside the scratch) overflows the 108-byte
-    # limit of the Unix socket paths DataLoader workers pass tensors through, and the
-    # workers hang (measured). Temporary files are the script's own business.
+    # TMPDIR stays the user's unless it is too long for the Unix socket paths
+    # DataLoader workers pass tensors through (socket_safe_tmpdir); never one inside
+    # the scratch copy, which would always be too long.
     env = environment(config, spec.threads)
     busy_before, ours_before = _busy_cpu_seconds(), _children_cpu_seconds()
     started = time.perf_counter()

@@ -7,7 +7,7 @@ from torch import nn
 class Trainer:
     def __init__(self):
         self.model = nn.Conv2d(3, 8, 3).cuda()  # ACL202
-        self.opt = torch.optim.AdamW(self.model.parameters())
+        self.opt = torch.optim.AdamW(self.model.parameters())  # ACL309
 
     def step(self, images):
         loss = self.model(images.cuda()).square().mean()

@@ -10,7 +10,7 @@ model = nn.Sequential(
     nn.Flatten(),
     nn.LazyLinear(10),
 ).cuda()
-opt = torch.optim.Adam(model.parameters())
+opt = torch.optim.Adam(model.parameters())  # ACL309
 for step in range(100):
     x = torch.randn(32, 1, 28, 28).cuda()
     loss = model(x).logsumexp(1).mean()

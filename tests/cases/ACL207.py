@@ -9,7 +9,7 @@ def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     env = gym.make("CartPole-v1")
     policy = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 2)).to(device)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=3e-4)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=3e-4)  # ACL309
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 100)
     obs, _ = env.reset()
     for step in range(1000):

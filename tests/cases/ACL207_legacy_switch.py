@@ -6,7 +6,7 @@ from torch.backends import cuda as cuda_backend
 
 cuda_backend.matmul.allow_tf32 = False
 model = nn.Linear(512, 512).cuda()
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)  # ACL309
 for _ in range(10):
     model(torch.randn(64, 512).cuda()).pow(2).mean().backward()
     opt.step()

@@ -17,7 +17,7 @@ def train(loader):
     model = Net1d().cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for x in loader:
-        with torch.autocast("cuda"):
+        with torch.autocast("cuda"):  # ACL314
             loss = model(x.cuda()).mean()
         loss.backward()
         opt.step()

@@ -24,7 +24,7 @@ class GPTHead(nn.Module):
 def train(loader, dim):
     model = GPTHead().cuda()
     extra = nn.Linear(dim, dim)  # not literal: not reported
-    opt = torch.optim.AdamW([*model.parameters(), *extra.parameters()])
+    opt = torch.optim.AdamW([*model.parameters(), *extra.parameters()])  # ACL309
     for idx in loader:
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
             loss = model(idx.cuda()).mean()

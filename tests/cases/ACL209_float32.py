@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 model = nn.Sequential(nn.Embedding(50257, 768), nn.Linear(768, 50257)).cuda()
-opt = torch.optim.AdamW(model.parameters())
+opt = torch.optim.AdamW(model.parameters())  # ACL309
 for _ in range(3):
     with torch.autocast("cuda", dtype=torch.float32):
         loss = model(torch.randint(0, 50257, (4, 16)).cuda()).mean()

@@ -18,7 +18,7 @@ model = torch.nn.DataParallel(Net()).cuda()  # ACL401
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(10):
     x = torch.randn(32, 16).cuda()
-    with autocast():
+    with autocast():  # ACL314
         loss = model(x).square().mean()  # ACL402
     loss.backward()
     opt.step()

@@ -1,4 +1,4 @@
-"""How closely the migrated script reproduces the original (RULES.md, ACL401):
+"""How closely the migrated script reproduces the original (ACL401's page):
 with 2 gloo processes on CPU, the mean of the ranks' losses matches the
 original loss per step (measured: 2.4e-7) unless something random differs
 between one process and several: shuffling (DistributedSampler draws its own

@@ -1,0 +1,34 @@
+# ACL312: a GradScaler kept around bfloat16 autocast; the fix rewrites every use.
+import torch
+from torch import nn
+
+AMP_DTYPE = torch.bfloat16
+model = nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+
+def train(batches, accum):
+    for i, (x, y) in enumerate(batches):
+        with torch.autocast("cuda", dtype=AMP_DTYPE):
+            loss = nn.functional.mse_loss(model(x), y)
+        (loss / accum).backward()
+        if (i + 1) % accum == 0:
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+
+@torch.no_grad()
+def evaluate(x):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return model(x)
+
+
+def save(path):
+    checkpoint = {"model": model.state_dict(), "optimizer": opt.state_dict()}
+    torch.save(checkpoint, path)
+
+
+def load(path):
+    checkpoint = torch.load(path, map_location="cpu")
+    model.load_state_dict(checkpoint["model"])

@@ -1,0 +1,218 @@
+"""The floors of the house, read from the AST of every module (function-local and
+`TYPE_CHECKING` imports included, so a local import cannot hide a cycle):
+
+- no import cycle between modules;
+- no module imports from a floor above its own;
+- no rule imports another rule (what two rules share lives in `facts/` or
+  `torch_api.py`);
+- the `check` path stays light: the verifier and rich are not imported by what
+  `accel-lint check` loads for plain output.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+PACKAGE = ROOT / "accel_lint"
+
+# Top to bottom: a module may import its own floor and the floors below it.
+FLOORS: list[tuple[str, tuple[str, ...]]] = [
+    ("face", ("accel_lint.cli", "accel_lint.__main__", "accel_lint.server")),
+    (
+        "wings",
+        (
+            "accel_lint.verify",
+            "accel_lint.lint",
+            "accel_lint.fixer",
+            "accel_lint.files",
+            "accel_lint.cache",
+            "accel_lint.parallel",
+            "accel_lint.report",
+            "accel_lint.notebook",
+        ),
+    ),
+    (
+        "core",
+        (
+            "accel_lint.engine",
+            "accel_lint.config",
+            "accel_lint.rewrite",
+            "accel_lint.positions",
+        ),
+    ),
+    ("rules", ("accel_lint.rules",)),
+    (
+        "base",
+        (
+            "accel_lint.rule",
+            "accel_lint.facts",
+            "accel_lint.torch_api",
+            "accel_lint.edits",
+            "accel_lint.layout",
+        ),
+    ),
+    (
+        "ground",
+        (
+            "accel_lint.names",
+            "accel_lint.walk",
+            "accel_lint.source",
+            "accel_lint.diagnostic",
+            "accel_lint.pages",
+        ),
+    ),
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {
+    _module_name(p): p
+    for p in PACKAGE.rglob("*.py")
+    # the verifier's child-side code runs inside the user's process, loaded by path
+    if "_pages" not in p.parts
+}
+
+
+def _floor(module: str) -> int:
+    if module == "accel_lint":
+        return len(FLOORS) - 1
+    for index, (_, prefixes) in enumerate(FLOORS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    raise AssertionError(f"{module} is on no floor: add it to FLOORS")
+
+
+def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("accel_lint"):
+                    yield _known(alias.name), node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            if not base.startswith("accel_lint"):
+                continue
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                yield (candidate if candidate in MODULES else _known(base)), node.lineno
+
+
+def _known(name: str) -> str:
+    while name not in MODULES and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+GRAPH = {
+    module: sorted({target for target, _ in _imports(module, path) if target != module})
+    for module, path in MODULES.items()
+}
+
+
+def test_every_module_is_on_a_floor() -> None:
+    for module in MODULES:
+        _floor(module)
+
+
+def test_no_import_cycles() -> None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in GRAPH.get(module, ()):
+            if _is_package_of(target, module):
+                continue  # a module imports its own package's __init__ when Python loads it
+            if state.get(target) == 1:
+                cycle = [*stack[stack.index(target) :], target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if state.get(target) is None:
+                visit(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module)
+
+
+def _is_package_of(package: str, module: str) -> bool:
+    return module.startswith(package + ".")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_upward_import(module: str) -> None:
+    own = _floor(module)
+    for target, line in _imports(module, MODULES[module]):
+        if target == module or _is_package_of(target, module):
+            continue
+        assert _floor(target) >= own, (
+            f"{module}:{line} imports {target}, on the floor above "
+            f"({FLOORS[_floor(target)][0]} over {FLOORS[own][0]})"
+        )
+
+
+def _rule_package(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["accel_lint", "rules"]:
+        return parts[2]
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _rule_package(m)))
+def test_no_rule_imports_another(module: str) -> None:
+    own = _rule_package(module)
+    for target, line in _imports(module, MODULES[module]):
+        other = _rule_package(target)
+        assert other in (None, own), f"{module}:{line} imports the rule module {target}"
+        assert target != "accel_lint.rules", f"{module}:{line} imports the rule table"
+
+
+def test_check_loads_neither_the_verifier_nor_rich(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(range(4))\nx = 1\n",
+        encoding="utf-8",
+    )
+    probe = (
+        "import sys\n"
+        "from accel_lint.cli import main\n"
+        "try:\n"
+        "    main(['check', sys.argv[1], '--no-cache', '--output-format', sys.argv[2]])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('rich', 'accel_lint.verify',"
+        " 'torch')))\n"
+        "sys.stderr.write(repr(loaded))\n"
+    )
+    for output in ("concise", "json", "full"):
+        result = subprocess.run(
+            [sys.executable, "-c", probe, str(script), output],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert result.stderr.strip().splitlines()[-1] == "[]", (output, result.stderr)

@@ -1,0 +1,69 @@
+"""Positions found from one statement's code (`accel_lint.positions`) are exactly
+libcst's own `PositionProvider` ranges, for every node of the kinds rules report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from accel_lint.positions import Locator, walk_nodes
+from tests.support import ROOT
+
+FILES = sorted([*(ROOT / "fixtures").rglob("*.py"), *(ROOT / "tests" / "cases").glob("ACL*.py")])
+KINDS = (cst.Call, cst.For, cst.While, cst.Arg, cst.Attribute, cst.BaseStatement, cst.Name)
+
+SHAPES = """\
+import torch  # a comment
+@decorator(
+    1,
+)
+def f(a,
+      b):  # comment
+    if a:
+        x = g(a)
+    elif b and h(
+        b,
+    ):
+        for i in range(3): k(i)
+    else:
+        try:
+            y = m(1)
+        except (ValueError, p(2)) as e:
+            q(e)
+        finally:
+            r()
+    with open(s(1)) as fh, t(2):
+        pass
+    while u(1):
+        break
+    return [v(i) for i in w(3)]
+class C(Base, metaclass=M(1)):
+    z: int = n(1)
+\tdef g(self): return o(1)
+"""
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
+def test_ranges_equal_libcst(path: Path) -> None:
+    _compare(path.read_text(encoding="utf-8"))
+
+
+def test_ranges_of_every_statement_shape() -> None:
+    _compare(SHAPES.replace("\t", "    "))
+
+
+def test_tab_indented_file() -> None:
+    _compare("if x:\n\tfor i in y:\n\t\tf(i,\n\t\t  2)\n")
+
+
+def _compare(text: str) -> None:
+    module = cst.parse_module(text)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    locator = Locator(module, text)
+    for node in walk_nodes(module):
+        if isinstance(node, KINDS):
+            assert locator.range_of(node) == expected[node], cst.Module([]).code_for_node(node)
+    assert locator._full is None, "fell back to the full PositionProvider"
