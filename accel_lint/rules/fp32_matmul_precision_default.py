@@ -4,7 +4,9 @@ Page: rules/ACL207.md"""
 
 from __future__ import annotations
 
+from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.entry import EntryPoint
+from accel_lint.facts.file import CallSite
 from accel_lint.facts.precision import Precision
 from accel_lint.facts.syntax import last_name
 from accel_lint.facts.training import Training
@@ -35,6 +37,7 @@ class Fp32MatmulPrecisionDefault(Rule):
             return
         training = Training.of(facts)
         steps = training.optimizer_steps() if training.trains else []
+        steps = [s for s in steps if not self._in_test(s)]
         if not steps or self._chosen() or Precision.of(facts).other_than_float32():
             return
         message = (
@@ -61,6 +64,17 @@ class Fp32MatmulPrecisionDefault(Rule):
             f"Add `{insertion.code}` {insertion.where}", insertion.replacements, insertion.imports
         )
         self.report(steps[0].node, message, fix)
+
+    def _in_test(self, site: CallSite) -> bool:
+        """A step in a test (`def test_*`, a method of a `*Test*` class): tests pin
+        their numerics on purpose and are not training runs."""
+        function = site.function
+        if function is None:
+            return False
+        if function.name.value.startswith("test"):
+            return True
+        cls = CallGraph.of(self.facts).class_of(function)
+        return cls is not None and "Test" in cls.name.value
 
     def _chosen(self) -> bool:
         """Any explicit choice: `set_float32_matmul_precision(...)`, a TF32 switch or an
