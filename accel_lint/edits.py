@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import libcst as cst
 
@@ -72,6 +72,17 @@ def add_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -
     return call.with_changes(args=args)
 
 
+def set_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -> cst.Call:
+    """`call` with the existing `keyword=` argument's value replaced, or added."""
+    expr = cst.parse_expression(value) if isinstance(value, str) else value
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            args[i] = arg.with_changes(value=expr)
+            return call.with_changes(args=args)
+    return add_keyword(call, keyword, expr)
+
+
 def _separator(call: cst.Call) -> cst.Comma:
     """The comma style the call already uses between arguments (newline and indent kept,
     comments left where they are)."""
@@ -98,3 +109,21 @@ def _without_comments(comma: cst.Comma) -> cst.Comma:
         ws = ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
         return comma.with_changes(whitespace_after=ws)
     return comma
+
+
+def remove_args(call: cst.Call, keywords: Collection[str]) -> cst.Call:
+    """`call` without its `keyword=` arguments named in `keywords`; the new last
+    argument takes the old last one's ending (a trailing comma, the line break before
+    the closing parenthesis)."""
+    args = list(call.args)
+    keep = [a for a in args if a.keyword is None or a.keyword.value not in keywords]
+    if len(keep) == len(args):
+        return call
+    if not keep:
+        return call.with_changes(args=[])
+    last = args[-1]
+    if keep[-1] is not last:
+        keep[-1] = keep[-1].with_changes(
+            comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
+        )
+    return call.with_changes(args=keep)

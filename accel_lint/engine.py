@@ -77,7 +77,7 @@ def analyze(
         return analysis
     facts = FileFacts(module)
     instances = [
-        rule(RuleContext(module, facts, settings.target_torch, settings.options_for(rule)))
+        rule(RuleContext(module, facts, settings.target_torch, settings.options_for(rule), path))
         for rule in rules
     ]
     walk(module, [FactsCollector(facts), *instances, ScopeCloser(facts)])

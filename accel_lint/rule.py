@@ -137,6 +137,7 @@ class RuleContext:
     facts: FileFacts
     target_torch: tuple[int, int] | None = None  # None: the latest
     options: Mapping[str, Any] = field(default_factory=dict)
+    path: str = ""  # the file as it was named (for rules that treat tests apart)
 
 
 _CODE = re.compile(r"^ACL\d{3}$")

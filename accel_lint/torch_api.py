@@ -176,8 +176,6 @@ ALLOW_TF32_SINCE = (1, 7)
 # convolutions: the legacy switches and the `fp32_precision` settings of torch 2.9.
 TF32_ATTRIBUTES = ("allow_tf32", "fp32_precision")
 
-AUTOGRAD_BACKWARD = frozenset({"torch.autograd.backward"})
-
 # -- compilers ------------------------------------------------------------------------
 
 TORCH_COMPILE = frozenset({"torch.compile"})
@@ -215,6 +213,101 @@ CHANNELS_LAST = frozenset({"torch.channels_last"})
 CONV2D = _spellings((*_NN, "torch.nn.modules.conv"), ("Conv2d", "ConvTranspose2d"))
 LINEAR = _spellings((*_NN, "torch.nn.modules.linear"), ("Linear",))
 EMBEDDING = _spellings((*_NN, "torch.nn.modules.sparse"), ("Embedding",))
+
+# Factory functions that take `device=` (keyword-only) and build a new tensor; the
+# random ones draw from the generator of the device they run on.
+TENSOR_CREATOR_NAMES = (
+    "zeros",
+    "ones",
+    "rand",
+    "randn",
+    "empty",
+    "full",
+    "arange",
+    "tensor",
+    "eye",
+    "linspace",
+)
+TENSOR_CREATORS = frozenset(f"torch.{n}" for n in TENSOR_CREATOR_NAMES)
+RANDOM_CREATORS = frozenset({"torch.rand", "torch.randn"})
+# Creators whose values are the same in every dtype (0, 1, uninitialised): a dtype
+# conversion after them can be folded into `dtype=` without changing a bit.
+DTYPE_EXACT_CREATORS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.eye"})
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+# -- devices, continued -----------------------------------------------------------------
+
+# Calls that answer "is an accelerator available?": a test on them chooses the device.
+DEVICE_TESTS = frozenset(
+    {"torch.cuda.is_available", "torch.accelerator.is_available", "torch.xpu.is_available"}
+)
+# Calls that return an accelerator device (or its index).
+ACCELERATOR_DEVICES = frozenset(
+    {
+        "torch.accelerator.current_accelerator",
+        "torch.cuda.current_device",
+        "torch.xpu.current_device",
+    }
+)
+# Device types that are accelerators a host tensor is copied to.
+ACCELERATOR_TYPES = frozenset({"cuda", "xpu", "mps"})
+DEFAULT_COLLATE = frozenset(
+    {
+        "torch.utils.data.default_collate",
+        "torch.utils.data.dataloader.default_collate",
+        "torch.utils.data._utils.collate.default_collate",
+    }
+)
+# -- autograd ---------------------------------------------------------------------------
+
+_GRAD_MODE = ("torch", "torch.autograd", "torch.autograd.grad_mode")
+# Contexts and decorators that stop autograd from recording a graph.
+NO_GRAD = _spellings(_GRAD_MODE, ("no_grad", "inference_mode"))
+SET_GRAD_ENABLED = _spellings(_GRAD_MODE, ("set_grad_enabled",))
+ENABLE_GRAD = _spellings(_GRAD_MODE, ("enable_grad",))
+AUTOGRAD_GRAD = frozenset({"torch.autograd.grad"})
+AUTOGRAD_BACKWARD = frozenset({"torch.autograd.backward"})
+# Functions that differentiate (`torch.func.grad`, `torch.autograd.functional.jacobian`).
+_FUNC_TRANSFORMS = ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian")
+DIFFERENTIATE = _spellings(("torch.func", "functorch"), _FUNC_TRANSFORMS) | _spellings(
+    ("torch.autograd.functional",), ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")
+)
+
+# Debugging aids that slow every step when left on.
+SET_DETECT_ANOMALY = _spellings(
+    ("torch.autograd", "torch.autograd.anomaly_mode"), ("set_detect_anomaly",)
+)
+DETECT_ANOMALY = _spellings(("torch.autograd", "torch.autograd.anomaly_mode"), ("detect_anomaly",))
+AUTOGRAD_PROFILER = _spellings(
+    ("torch.autograd.profiler", "torch.autograd.profiler_legacy"), ("profile",)
+) | frozenset({"torch.autograd.profiler.emit_nvtx"})
+GRADCHECK = _spellings(
+    ("torch.autograd", "torch.autograd.gradcheck"), ("gradcheck", "gradgradcheck")
+)
+
+# -- device memory and synchronization ----------------------------------------------------
+
+EMPTY_CACHE = frozenset(
+    {
+        "torch.cuda.empty_cache",
+        "torch.cuda.memory.empty_cache",
+        "torch.mps.empty_cache",
+        "torch.xpu.empty_cache",
+        "torch.xpu.memory.empty_cache",
+        "torch.accelerator.empty_cache",
+        "torch.accelerator.memory.empty_cache",
+    }
+)
+DEVICE_SYNCHRONIZE = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.mps.synchronize",
+        "torch.xpu.synchronize",
+        "torch.accelerator.synchronize",
+    }
+)
+# Tensor methods that copy to the host and wait for the device.
+HOST_SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 
 # -- mixed precision ------------------------------------------------------------------
 

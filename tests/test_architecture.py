@@ -6,14 +6,19 @@
 - no rule imports another rule (what two rules share lives in `facts/` or
   `torch_api.py`);
 - the `check` path stays light: the verifier and rich are not imported by what
-  `accel-lint check` loads for plain output.
+  `accel-lint check` loads for plain output;
+- the verifier's child side (the hook and the runner package, which run inside
+  the user's training process and interpreter) imports the protocol module and
+  nothing else of accel_lint: not the session, not the CLI.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -216,3 +221,104 @@ def test_check_loads_neither_the_verifier_nor_rich(tmp_path: Path) -> None:
             cwd=tmp_path,
         )
         assert result.stderr.strip().splitlines()[-1] == "[]", (output, result.stderr)
+
+
+# The verifier's child side runs in the user's interpreter, which may have torch
+# and nothing of ours: it may import the standard library, torch, its own modules
+# and the protocol module shared with the parent (which needs only the standard
+# library). Anything else of accel_lint (the session, the CLI) would pull in the
+# parent's dependencies and, through them, an import cycle across processes.
+PROTOCOL = "accel_lint.verify.protocol"
+CHILD_SIDE = ("accel_lint.verify.runner", "accel_lint.verify.hook")
+CHILD_THIRD_PARTY = frozenset({"torch"})
+CHILD_OPTIONAL = frozenset({"numpy"})  # only inside a function, used when present
+
+
+def _child_side(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in CHILD_SIDE)
+
+
+def _outside_imports(path: Path) -> Iterator[tuple[str, int, bool]]:
+    """Top-level names of the absolute imports of anything but accel_lint, and
+    whether the import is inside a function (not run when the module loads)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    guarded: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            guarded.update(ast.walk(node))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.partition(".")[0]
+            if top not in ("accel_lint", "__future__"):
+                yield top, node.lineno, node in guarded
+
+
+def test_the_child_side_is_where_the_floor_plan_says() -> None:
+    child = sorted(m for m in MODULES if _child_side(m))
+    assert "accel_lint.verify.hook.sitecustomize" in child
+    assert {"accel_lint.verify.runner", "accel_lint.verify.runner.server"} <= set(child)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _child_side(m)))
+def test_the_runner_and_hook_import_only_the_protocol(module: str) -> None:
+    for target, line in _imports(module, MODULES[module]):
+        assert target == PROTOCOL or _child_side(target), (
+            f"{module}:{line} imports {target}: the child side may import only {PROTOCOL}"
+        )
+    for name, line, guarded in _outside_imports(MODULES[module]):
+        assert (
+            name in sys.stdlib_module_names
+            or name in CHILD_THIRD_PARTY
+            or (name in CHILD_OPTIONAL and guarded)
+        ), f"{module}:{line} imports {name}, which the user's interpreter may not have"
+
+
+def test_the_protocol_needs_only_the_standard_library() -> None:
+    assert list(_imports(PROTOCOL, MODULES[PROTOCOL])) == []
+    for name, line, _ in _outside_imports(MODULES[PROTOCOL]):
+        assert name in sys.stdlib_module_names, f"{PROTOCOL}:{line} imports {name}"
+
+
+def test_the_runner_loads_in_an_interpreter_without_accel_lint(tmp_path: Path) -> None:
+    """What the AST says, checked by loading: the hook, the protocol, the runner and
+    the warm interpreter's server load with accel_lint and its dependencies blocked."""
+    hook = PACKAGE / "verify" / "hook" / "sitecustomize.py"
+    probe = textwrap.dedent(
+        f"""
+        import importlib.abc, importlib.util, sys
+
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.partition(".")[0] in ("accel_lint", "click", "libcst", "rich", "numpy"):
+                    raise ImportError("blocked: " + name)
+                return None
+
+        sys.meta_path.insert(0, Block())
+        spec = importlib.util.spec_from_file_location("_hook", {str(hook)!r})
+        hook = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hook)
+        for name in ("protocol", "runner", "runner.server"):
+            hook.load(name)
+        print(sorted(m for m in sys.modules if m.startswith("_accel_lint_verify")))
+        print("ours:", sorted(m for m in sys.modules if m.startswith("accel_lint")))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCEL_LINT")}
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "'_accel_lint_verify.runner.server'" in result.stdout
+    assert "'_accel_lint_verify.runner.observe'" in result.stdout
+    assert "ours: []" in result.stdout

@@ -23,7 +23,7 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 data = torch.utils.data.TensorDataset(torch.randn(64, 3))
 loader = DataLoader(data, batch_size=8)
 for (x,) in loader:
-    x = x.to(device)
+    x = x.to(device, non_blocking=True)
 """
 
 

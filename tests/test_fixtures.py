@@ -8,6 +8,7 @@ Layout of a scenario:
     fixtures/<scenario>/expected/fixed_safe.py   after `fix --apply`
     fixtures/<scenario>/expected/fixed_unsafe.py after `fix --apply --unsafe-fixes`
     fixtures/<scenario>/run.json (optional)  {"args": [...], "torchrun": false, "timeout": 120}
+        ("original_raises": "ValueError" when the script as written must fail so)
 fixtures/negatives/*.py must produce no finding at all.
 `pytest --update-snapshots` rewrites the expected files (review the diff).
 """
@@ -124,6 +125,10 @@ def test_fixture_runs_on_cpu(scenario: Path, variant: str, tmp_path: Path) -> No
         timeout=int(config.get("timeout", 180)),
         env=env,  # type: ignore[call-overload]
     )
+    raises = config.get("original_raises")
+    if raises and variant == "train.py":  # a script the fix repairs (ACL105)
+        assert result.returncode != 0 and f"{raises}:" in result.stderr, result.stderr[-4000:]
+        return
     assert result.returncode == 0, (
         f"{variant} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, cli
 
 FIXTURES = ROOT / "fixtures"
 
@@ -96,12 +96,85 @@ def _project(tmp_path: Path, source: str) -> Path:
 def test_the_parent_never_imports_torch() -> None:
     code = (
         "import sys, accel_lint.cli, accel_lint.cli.verify, accel_lint.verify.session, "
-        "accel_lint.verify.table; print('torch' in sys.modules)"
+        "accel_lint.verify.table, accel_lint.verify.html, accel_lint.verify.json_report, "
+        "accel_lint.verify.warm; print('torch' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "False"
+
+
+class _Planned(KeyboardInterrupt):
+    """Raised by the stand-in session: the fixes are known, nothing is run."""
+
+
+@pytest.mark.parametrize("fixture", sorted(p.parent.name for p in FIXTURES.glob("*/train.py")))
+def test_every_fixture_with_no_option_judges_every_fix_that_check_offers(
+    fixture: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`verify FIXTURE` with no option: one row per fix `check` offers, safe or
+    unsafe, none left out. The session is a stand-in that records the rows it is
+    given (no run is started); the warm interpreter is one that is ready at once."""
+    from accel_lint.verify import session, warm
+
+    given: list[Any] = []
+
+    class Session:
+        def __init__(self, target: Any, text: str, fixed_with: Any, fixes: Any, *a: Any, **k: Any):
+            given.extend(fixes)
+
+        def run(self) -> Any:
+            raise _Planned
+
+    class Warm:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def hello(self, timeout: float) -> dict[str, str]:
+            return {"torch": "stand-in", "python": "3", "error": ""}
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(session, "Session", Session)
+    monkeypatch.setattr(warm, "WarmInterpreter", Warm)
+    script = FIXTURES / fixture / "train.py"
+    spec = json.loads((FIXTURES / fixture / "run.json").read_text(encoding="utf-8"))
+    flags = ["--torchrun"] if spec.get("torchrun") else []
+    checked = cli("check", str(script), "--output-format", "json", cwd=tmp_path)
+    offered, fixes = [], []
+    for d in json.loads(checked.stdout):
+        # findings that share one fix (an import and its call sites) are one row
+        if d["fix"] is not None and (d["code"], d["fix"]) not in fixes:
+            fixes.append((d["code"], d["fix"]))
+            offered.append((d["code"], d["location"]["row"], d["fix"]["applicability"]))
+    offered.sort()
+    assert offered, f"{fixture} has no fix to verify"
+    ran = cli("verify", str(script), *flags, "--", *spec["args"], cwd=tmp_path)
+    assert ran.returncode == 130 and "interrupted" in ran.stderr, ran.stderr
+    assert sorted((f.code, f.row, f.applicability) for f in given) == offered
+
+
+def test_findings_that_share_one_fix_are_one_row_and_none_is_called_unfixed() -> None:
+    from accel_lint.cli.verify import fix_items
+    from accel_lint.config import load_settings
+    from accel_lint.engine import analyze, diagnostics, rules_for
+    from accel_lint.fixer import fix_source
+    from accel_lint.source import decode
+
+    script = FIXTURES / "cuda_amp_script" / "train.py"
+    data = script.read_bytes()
+    source = decode(data)
+    settings = load_settings(search_from=script.parent, unsafe_fixes=True)
+    rules = rules_for(settings.codes_for(str(script)), data)
+    found = diagnostics(analyze(str(script), source, settings, rules))
+    # the import and both call sites are rewritten by one fix the two findings share
+    assert [(d.code, d.row) for d in found] == [("ACL304", 48), ("ACL304", 55)]
+    applied = fix_source(str(script), source, settings, rules, unsafe=True).applied
+    items, unfixed = fix_items(applied, found, str(script), unsafe=True)
+    assert [(i.code, i.row) for i in items] == [("ACL304", 48)]
+    assert unfixed == []
 
 
 def test_nothing_to_fix_is_nothing_to_verify(tmp_path: Path) -> None:
@@ -111,6 +184,66 @@ def test_nothing_to_fix_is_nothing_to_verify(tmp_path: Path) -> None:
     assert report["fixes"] == [] and report["timing"] is None and report["error"] is None
     code, text, _ = _verify(script, scratch=tmp_path / "tmp", output="table")
     assert code == 0 and "nothing to verify" in text
+
+
+def test_no_unsafe_fixes_narrows_and_names_the_findings_left_without_a_fix(
+    tmp_path: Path,
+) -> None:
+    script = FIXTURES / "io_bound_loader" / "train.py"
+    code, report, _ = _verify(script, "--no-unsafe-fixes", scratch=tmp_path / "tmp")
+    assert code == 0 and report["fixes"] == []
+    assert report["unfixed"] == [
+        {
+            "code": "ACL101",
+            "row": 44,
+            "message": report["unfixed"][0]["message"],
+            "why": "its fix is unsafe, and --no-unsafe-fixes leaves it out",
+        }
+    ]
+    code, text, _ = _verify(script, "--no-unsafe-fixes", scratch=tmp_path / "tmp", output="table")
+    assert "No fix applies to this script: nothing to verify." in text
+    assert "train.py:44 ACL101: its fix is unsafe, and --no-unsafe-fixes leaves it out" in text
+
+
+def test_a_finding_whose_rule_gives_no_fix_here_is_named_with_the_reason(tmp_path: Path) -> None:
+    # a subclass of DataParallel: its migration is beyond the codemod
+    source = """
+        import torch
+        from torch import nn
+
+
+        class Replicated(nn.DataParallel):
+            pass
+
+
+        model = Replicated(nn.Linear(4, 1))
+    """
+    script = _project(tmp_path, source)
+    code, report, _ = _verify(script, scratch=tmp_path / "tmp")
+    assert code == 0 and report["fixes"] == []
+    (unfixed,) = report["unfixed"]
+    assert (unfixed["code"], unfixed["row"]) == ("ACL401", 5)
+    assert unfixed["why"] == (
+        "no fix: a subclass of DataParallel must be ported to DistributedDataParallel by hand"
+    )
+
+
+def test_a_script_that_does_not_parse_is_acl000_and_exit_2(tmp_path: Path) -> None:
+    script = _project(tmp_path, "import torch\nx = (\n")
+    code, text, err = _verify(script, scratch=tmp_path / "tmp", output="table")
+    assert code == 2 and "nothing to verify" not in text
+    assert "train.py:2:5: ACL000 " in err
+
+
+def test_an_interpreter_without_torch_stops_at_once(tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    script = FIXTURES / "io_bound_loader" / "train.py"
+    code, _, err = _verify(script, "--python", str(python), scratch=tmp_path / "tmp")
+    assert code == 2
+    assert f"torch is not installed for {python}: {python} -m pip install torch" in err
+    assert 'pip install "accel-lint[verify]"' in err
 
 
 def test_a_script_outside_the_working_directory_is_a_usage_error(tmp_path: Path) -> None:
@@ -131,25 +264,48 @@ def test_io_bound_loader_acl101_is_exact_and_measurably_faster(tmp_path: Path) -
     fixture = FIXTURES / "io_bound_loader"
     before = _tree(fixture)
     scratch = tmp_path / "tmp"
-    code, report, err = _verify(
+    html = tmp_path / "report.html"
+    code, report, err = _verify(  # no option: the unsafe fix is judged too
         fixture / "train.py",
-        "--unsafe-fixes",
         "--steps",
         "30",
         "--repeat",
         "2",
+        "--report",
+        str(html),
         scratch=scratch,
         script_args=("--epochs", "1"),
     )
     assert code == 0, err
     fix = _fix(report, "ACL101")
     assert (fix["class"], fix["verdict"], fix["reason"]) == ("exact", "holds", None)
+    assert (fix["filename"], fix["row"], fix["applicability"]) == (
+        str(fixture / "train.py"),
+        44,
+        "unsafe",
+    )
     assert fix["max_loss_diff"] == 0.0 and fix["max_param_diff"] == 0.0
     assert report["noise_floor"]["deterministic"] is True
     assert report["noise_floor"]["loss"] > 0  # bitwise equality was not a foregone conclusion
+    assert len(report["noise_floor"]["series"]) == 30
     timing = report["timing"]
-    assert timing["claim"] == "faster", timing
+    assert timing["label"] == "faster", timing
+    assert fix["speed"]["label"] == "faster" and fix["speed"]["variant"] == "ACL101"
     assert timing["speedup"] > 1.3 and timing["ratio_interval"][0] > 1.0 + timing["noise"]
+    assert fix["speed"]["samples_per_s"] == pytest.approx(
+        16 * fix["speed"]["steps_per_s"]["median"]
+    )
+    # the per-step series: every run, enough to plot without running again
+    runs = {r["name"]: r for r in report["runs"]}
+    assert len(runs["original"]["losses"]) == 30 and len(runs["original"]["step_times"]) == 30
+    assert runs["timing 1/2: original"]["role"] == "timing"
+    # run k of N with the steps done
+    assert "run 1 of " in err and ": original: ok, 30 steps" in err
+    # the runtime second opinion saw the loader load every batch in the training process
+    (finding,) = report["runtime"]["findings"]
+    assert (finding["code"], finding["row"], finding["status"]) == ("ACL101", 44, "seen")
+    page = html.read_text(encoding="utf-8")
+    assert "<svg" in page and "http://" not in page and "https://" not in page
     original, fixed = timing["original"], timing["fixed"]
     assert fixed["steps_per_s"]["min"] > original["steps_per_s"]["max"]
     assert (
@@ -254,8 +410,9 @@ def test_cnn_bn_acl201_is_close_after_aligning_the_initial_weights(tmp_path: Pat
         script_args=("--epochs", "1"),
     )
     assert code == 0, err
-    # ACL201's fixes make the combined run merely close, so ACL102 is checked alone
-    assert "fixed (ACL102 only)" in err
+    # ACL201's fixes make the combined run merely close: the exact fixes also run
+    # without them, to be held to bitwise equality
+    assert "fixed (exact fixes: ACL102)" in err
     assert {(f["code"], f["class"], f["verdict"]) for f in report["fixes"]} == {
         ("ACL102", "exact", "holds"),
         ("ACL201", "close", "holds"),
@@ -269,11 +426,20 @@ def test_cnn_bn_acl201_is_close_after_aligning_the_initial_weights(tmp_path: Pat
     assert acl201["notes"][-1] == "BatchNorm running means absorb the removed biases: not compared"
     assert 0 < acl201["max_loss_diff"] < 1e-4
     timing = report["timing"]
-    assert (
-        "ACL102: not measurable on this machine: pinned memory only speeds up copies from the "
-        "host to an accelerator"
-    ) in timing["notes"]
-    assert timing["claim"] == "noise unknown" and timing["speedup"] is None
+    assert timing["not_applicable"] == {
+        "ACL102": "pinned memory only speeds up copies from the host to an accelerator"
+    }
+    for fix in report["fixes"]:
+        if fix["code"] == "ACL102":
+            assert fix["speed"]["label"] == "not applicable on this hardware"
+        else:  # timed alone, with one run per script: the noise is assumed, not measured
+            assert fix["speed"]["variant"] == fix["code"]
+            assert fix["speed"]["noise_measured"] is False
+    assert "one timing run per script cannot measure the run-to-run noise" in timing["notes"][-1]
+    # the runtime second opinion confirms the static findings it can see on CPU
+    seen = {(f["code"], f["row"]): f["status"] for f in report["runtime"]["findings"]}
+    assert seen[("ACL201", 18)] == seen[("ACL201", 39)] == "seen"
+    assert seen[("ACL102", 107)] == "seen"
 
 
 @pytest.mark.slow
@@ -295,9 +461,12 @@ def test_data_parallel_acl401_runs_under_torchrun_and_holds(tmp_path: Path) -> N
     assert (acl401["class"], acl401["verdict"]) == ("close", "holds")
     # the two ranks' half-batch losses, averaged, match the full-batch loss
     assert 0 < acl401["max_loss_diff"] < 1e-5
-    timing = report["timing"]
-    assert timing["claim"] == "not applicable on this device" and timing["speedup"] is None
-    assert any(n.startswith("ACL401: not measurable on this machine") for n in timing["notes"])
+    assert report["timing"] is None
+    assert acl401["speed"]["label"] == "not applicable on this hardware"
+    assert acl401["speed"]["reason"].startswith("DistributedDataParallel beats DataParallel")
+    assert (
+        "no timing runs: every fix's benefit needs hardware this machine lacks" in (report["notes"])
+    )
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """The verifier's judgement, without processes: equivalence classes, the noise
-floor, intended-change invariants, causes, timing statistics and exit codes."""
+floor, intended-change invariants, causes and exit codes (timing: test_verify_speed)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from accel_lint.rule import Equivalence, Verification
 from accel_lint.verify import compare as cmp
-from accel_lint.verify.session import FixItem, Problem, Report
-from accel_lint.verify.timing import RunRate, Side, bootstrap_ratio, compare, run_rate
+from accel_lint.verify import invariants
+from accel_lint.verify.report import FixItem, Problem, Report
 
 # -- losses and tensors ----------------------------------------------------------------
 
@@ -239,7 +240,7 @@ def test_reshuffle_invariant_holds() -> None:
     fixed = [_sampler_record(["A", "B", "C"], [0, 4, 8])]
     losses_a = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]
     losses_b = [1.0, 0.9, 0.8, 0.7, 0.65, 0.55]  # epoch 0 (4 passes) equal, then different
-    verdict = cmp.judge_epoch_reshuffle(original, fixed, losses_a, losses_b)
+    verdict = invariants.epoch_reshuffle(original, fixed, losses_a, losses_b)
     assert verdict.holds, verdict.reason
     assert verdict.notes == [
         "epoch 0 bitwise equal (4 backward passes); 2 later epoch(s) reshuffled",
@@ -248,14 +249,14 @@ def test_reshuffle_invariant_holds() -> None:
 
 
 def test_reshuffle_invariant_fails_when_an_epoch_repeats() -> None:
-    verdict = cmp.judge_epoch_reshuffle(
+    verdict = invariants.epoch_reshuffle(
         [_sampler_record(["A", "A"], [0, 4])], [_sampler_record(["A", "A"], [0, 4])], [1.0], [1.0]
     )
     assert verdict.verdict == cmp.FAILS and "epoch 1 repeats" in (verdict.reason or "")
 
 
 def test_reshuffle_invariant_fails_when_epoch_0_changes() -> None:
-    verdict = cmp.judge_epoch_reshuffle(
+    verdict = invariants.epoch_reshuffle(
         [_sampler_record(["A", "A"], [0, 2])],
         [_sampler_record(["A", "B"], [0, 2])],
         [1.0, 0.9, 0.8],
@@ -265,7 +266,7 @@ def test_reshuffle_invariant_fails_when_epoch_0_changes() -> None:
 
 
 def test_reshuffle_invariant_needs_a_second_epoch() -> None:
-    verdict = cmp.judge_epoch_reshuffle(
+    verdict = invariants.epoch_reshuffle(
         [_sampler_record(["A"], [0])], [_sampler_record(["A"], [0])], [1.0], [1.0]
     )
     assert verdict.verdict == cmp.NOT_VERIFIABLE and "--steps" in (verdict.reason or "")
@@ -276,7 +277,7 @@ def _saves(rank: int, content: str, step: int = 4) -> dict[str, Any]:
 
 
 def test_rank0_save_invariant_holds() -> None:
-    verdict = cmp.judge_rank0_save(
+    verdict = invariants.rank0_save(
         [_saves(0, "c1"), _saves(1, "c1")], [_saves(0, "c1"), {"rank": 1}], [1.0], [1.0]
     )
     assert verdict.holds, verdict.reason
@@ -284,19 +285,19 @@ def test_rank0_save_invariant_holds() -> None:
 
 
 def test_rank0_save_invariant_fails_when_every_rank_still_writes() -> None:
-    verdict = cmp.judge_rank0_save(
+    verdict = invariants.rank0_save(
         [_saves(0, "c1"), _saves(1, "c1")], [_saves(0, "c1"), _saves(1, "c1")], [1.0], [1.0]
     )
     assert verdict.verdict == cmp.FAILS and "still written by ranks 0, 1" in (verdict.reason or "")
 
 
 def test_rank0_save_invariant_fails_on_other_content() -> None:
-    verdict = cmp.judge_rank0_save([_saves(0, "c1")], [_saves(0, "c2")], [1.0], [1.0])
+    verdict = invariants.rank0_save([_saves(0, "c1")], [_saves(0, "c2")], [1.0], [1.0])
     assert verdict.verdict == cmp.FAILS and "other content" in (verdict.reason or "")
 
 
 def test_rank0_save_invariant_needs_a_save_before_the_stop() -> None:
-    verdict = cmp.judge_rank0_save([{"rank": 0}], [{"rank": 0}], [1.0], [1.0])
+    verdict = invariants.rank0_save([{"rank": 0}], [{"rank": 0}], [1.0], [1.0])
     assert verdict.verdict == cmp.NOT_VERIFIABLE
 
 
@@ -327,57 +328,19 @@ def test_init_and_first_pass_causes() -> None:
     assert "first batch" in (cmp.first_pass_cause(first, [{"aligned": False, "differs": []}]) or "")
 
 
-# -- timing -------------------------------------------------------------------------------
-
-
-def test_run_rate_is_the_steady_window_rate() -> None:
-    # warm-up of 2 steps is slow; then bursts of 0.03 s and 0.01 s alternate
-    times = [0.0, 1.0, 2.0, 2.03, 2.04, 2.07, 2.08]
-    rate = run_rate(times, warmup=2)
-    assert rate is not None
-    assert rate.steps_per_s == pytest.approx(5 / 1.08)
-    assert run_rate(times[:3], warmup=2) is None  # no steady state left
-
-
-def _side(*rates: float) -> Side:
-    return Side(tuple(RunRate(r, tuple([1.0 / r] * 20)) for r in rates))
-
-
-def test_speedup_claimed_when_it_clears_the_a_vs_a_spread() -> None:
-    speed = compare(_side(28.0, 28.5, 27.9), _side(50.0, 51.0, 49.0))
-    assert speed.claim == "faster" and speed.speedup == pytest.approx(50.0 / 28.0)
-    assert speed.noise == pytest.approx(0.6 / 28.0)
-
-
-def test_no_claim_inside_the_noise() -> None:
-    speed = compare(_side(20.0, 25.0, 22.0), _side(23.0, 24.0, 22.5))
-    assert speed.claim == "no measurable change" and speed.speedup is None
-
-
-def test_slowdown_is_reported() -> None:
-    speed = compare(_side(30.0, 30.3), _side(10.0, 10.2))
-    assert speed.claim == "slower" and speed.speedup == pytest.approx(10.1 / 30.15)
-
-
-def test_one_repeat_cannot_claim() -> None:
-    speed = compare(_side(20.0), _side(40.0))
-    assert speed.claim == "noise unknown" and speed.speedup is None
-
-
-def test_bootstrap_is_reproducible_and_brackets_the_ratio() -> None:
-    a = [0.030, 0.031, 0.029, 0.030, 0.032, 0.030]
-    b = [0.015, 0.016, 0.015, 0.014, 0.015, 0.016]
-    low, high = bootstrap_ratio(a, b)
-    assert (low, high) == bootstrap_ratio(a, b)
-    assert low is not None and high is not None and low < 2.0 < high
-
-
 # -- exit codes ---------------------------------------------------------------------------
 
 
 def _report(*verdicts: str) -> Report:
+    exact = Equivalence.EXACT
     return Report(
-        "train.py", 20, 3, [FixItem("ACL101", "m", cmp.EXACT, cmp.Verdict(v)) for v in verdicts]
+        "train.py",
+        20,
+        3,
+        [
+            FixItem("ACL101", "m", exact, Verification(exact), verdict=cmp.Verdict(v))
+            for v in verdicts
+        ],
     )
 
 

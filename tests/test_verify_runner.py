@@ -1,30 +1,59 @@
 """The instrumenting runner inside real training processes: what it records,
 when it stops, and which processes it reaches. Each test starts one run of a
-small script through `accel_lint.verify.launch` (no CLI, no comparison)."""
+small script through `accel_lint.verify.launch` (no CLI, no comparison); most
+run both ways a run can start: a fresh interpreter, and a process forked by the
+warm interpreter (which must behave as `python script.py` would)."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from accel_lint.verify.launch import Launch, RunResult, RunSpec, Target, run
+from accel_lint.verify.launch import Launch, RunResult, RunSpec, Target, environment, run
+from accel_lint.verify.warm import WarmInterpreter
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("torch")
 
 
-def _run(tmp_path: Path, source: str, steps: int = 4, **spec: Any) -> RunResult:
+@pytest.fixture(scope="module")
+def warm() -> Iterator[WarmInterpreter]:
+    server = WarmInterpreter(sys.executable, environment(None, 1, "test-server"))
+    hello = server.hello(120)
+    assert hello is not None and hello["torch"] is not None, hello
+    yield server
+    server.close()
+
+
+@pytest.fixture(params=["fresh", "warm"])
+def server(request: pytest.FixtureRequest) -> WarmInterpreter | None:
+    if request.param == "fresh":
+        return None
+    interpreter: WarmInterpreter = request.getfixturevalue("warm")
+    return interpreter
+
+
+def _run(
+    tmp_path: Path,
+    source: str,
+    steps: int = 4,
+    server: WarmInterpreter | None = None,
+    args: tuple[str, ...] = (),
+    **spec: Any,
+) -> RunResult:
     work = tmp_path / "project"
     work.mkdir(exist_ok=True)
     text = textwrap.dedent(source)
     (work / "train.py").write_text(text, encoding="utf-8")
-    target = Target(work, Path("train.py"), (), steps, 1, 120.0)
+    target = Target(work, Path("train.py"), args, steps, 1, 120.0)
     scratch = tmp_path / "scratch"
     scratch.mkdir(exist_ok=True)
-    return run(target, RunSpec(spec.pop("name", "run"), text, **spec), scratch)
+    return run(target, RunSpec(spec.pop("name", "run"), text, **spec), scratch, server)
 
 
 MLP = """
@@ -44,7 +73,9 @@ print("after main")
 """
 
 
-def test_stop_after_n_steps_cannot_be_swallowed(tmp_path: Path) -> None:
+def test_stop_after_n_steps_cannot_be_swallowed(
+    tmp_path: Path, server: WarmInterpreter | None
+) -> None:
     body = """try:
             optimizer.zero_grad()
             torch.nn.functional.mse_loss(model(x), torch.zeros(16, 2)).backward()
@@ -53,7 +84,7 @@ def test_stop_after_n_steps_cannot_be_swallowed(tmp_path: Path) -> None:
             print("swallowed")
         finally:
             print("finally ran")"""
-    result = _run(tmp_path, MLP.replace("{body}", body), steps=4)
+    result = _run(tmp_path, MLP.replace("{body}", body), steps=4, server=server)
     assert result.ok, result.message
     record = result.first
     assert record["stop_reason"] == "steps"
@@ -65,7 +96,9 @@ def test_stop_after_n_steps_cannot_be_swallowed(tmp_path: Path) -> None:
     assert record["tensor_count"] == {"param": 4, "buffer": 0}
 
 
-def test_unscaled_loss_recorded_under_grad_scaler(tmp_path: Path) -> None:
+def test_unscaled_loss_recorded_under_grad_scaler(
+    tmp_path: Path, server: WarmInterpreter | None
+) -> None:
     body = """optimizer.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16):
             loss = torch.nn.functional.mse_loss(model(x).float(), torch.ones(16, 2))
@@ -77,7 +110,7 @@ def test_unscaled_loss_recorded_under_grad_scaler(tmp_path: Path) -> None:
         "    for step in range(50):",
         '    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)\n    for step in range(50):',
     )
-    result = _run(tmp_path, source, steps=3)
+    result = _run(tmp_path, source, steps=3, server=server)
     assert result.ok, result.message
     printed = [
         float(line.split()[1]) for line in result.output.splitlines() if line.startswith("loss ")
@@ -85,7 +118,9 @@ def test_unscaled_loss_recorded_under_grad_scaler(tmp_path: Path) -> None:
     assert result.first["losses"] == printed  # not 1024x the loss
 
 
-def test_two_optimizers_and_two_roots_of_one_class(tmp_path: Path) -> None:
+def test_two_optimizers_and_two_roots_of_one_class(
+    tmp_path: Path, server: WarmInterpreter | None
+) -> None:
     source = """
     import torch
     from torch import nn
@@ -106,7 +141,7 @@ def test_two_optimizers_and_two_roots_of_one_class(tmp_path: Path) -> None:
         g_loss.backward()
         opt_g.step()
     """
-    result = _run(tmp_path, source, steps=5, save_state=True)
+    result = _run(tmp_path, source, steps=5, server=server, save_state=True)
     assert result.ok, result.message
     record = result.first
     # stopped before the discriminator's 6th step, once the generator made its 5th
@@ -124,7 +159,7 @@ def test_two_optimizers_and_two_roots_of_one_class(tmp_path: Path) -> None:
     ]
 
 
-def test_mp_spawn_children_are_reached(tmp_path: Path) -> None:
+def test_mp_spawn_children_are_reached(tmp_path: Path, server: WarmInterpreter | None) -> None:
     source = """
     import os
     import torch
@@ -154,7 +189,7 @@ def test_mp_spawn_children_are_reached(tmp_path: Path) -> None:
         mp.spawn(worker, args=(2, port), nprocs=2)
         print("parent done")
     """
-    result = _run(tmp_path, source, steps=3)
+    result = _run(tmp_path, source, steps=3, server=server)
     assert result.ok, f"{result.message}\n{result.output}"
     assert [(r["rank"], r["world_size"], r["steps"]) for r in result.records] == [
         (0, 2, 3),
@@ -234,8 +269,10 @@ def test_init_alignment_when_the_parameter_set_changes(tmp_path: Path) -> None:
     assert fixed.first["diff"]["missing"] == [["Sequential.0.bias", "param"]]
 
 
-def test_a_script_that_never_imports_torch_writes_nothing(tmp_path: Path) -> None:
-    result = _run(tmp_path, "print('no torch here')\n")
+def test_a_script_that_never_imports_torch_writes_nothing(
+    tmp_path: Path, server: WarmInterpreter | None
+) -> None:
+    result = _run(tmp_path, "print('no torch here')\n", server=server)
     assert result.status == "no-steps" and result.records == []
     assert result.out_dir is not None and not list(result.out_dir.glob("*.json"))
 
@@ -261,8 +298,43 @@ def test_an_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
     assert "site ran: True" in result.output
 
 
+SELF = """
+import os, sys
+import torch
+print("argv", sys.argv)
+print("file", os.path.relpath(__file__), os.path.isabs(__file__))
+print("path0", os.path.relpath(sys.path[0]), "cwd", os.path.basename(os.getcwd()))
+print("name", __name__, "hashseed", os.environ.get("PYTHONHASHSEED"), hash("accel-lint"))
+print("threads", torch.get_num_threads())
+sys.exit(3)
+"""
+
+
+def test_a_forked_run_sees_what_python_script_py_would(
+    tmp_path: Path, warm: WarmInterpreter
+) -> None:
+    fresh = _run(tmp_path, SELF, args=("--epochs", "1"), name="fresh")
+    forked = _run(tmp_path, SELF, args=("--epochs", "1"), name="forked", server=warm)
+    assert fresh.returncode == forked.returncode == 3
+    assert forked.output == fresh.output
+    assert "argv ['train.py', '--epochs', '1']" in forked.output
+    assert "file train.py True" in forked.output and "path0 . cwd work" in forked.output
+    assert "name __main__ hashseed 0" in forked.output
+
+
+def test_an_error_in_a_forked_run_is_recorded(tmp_path: Path, warm: WarmInterpreter) -> None:
+    body = """optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), torch.zeros(16, 2)).backward()
+        optimizer.step()
+        if step == 1:
+            raise ValueError("broken after two steps")"""
+    result = _run(tmp_path, MLP.replace("{body}", body), steps=10, server=warm)
+    assert (result.status, result.message) == ("crashed", "ValueError: broken after two steps")
+    assert result.returncode == 1 and result.first["steps"] == 2
+
+
 def test_dataloader_workers_run_under_a_temporary_directory_too_long_for_sockets(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: WarmInterpreter | None
 ) -> None:
     # pytest's tmp_path under xdist, or a user's TMPDIR, can be long enough that
     # multiprocessing's socket path passes 107 bytes; workers then hang (CI saw it).
@@ -284,6 +356,8 @@ def test_dataloader_workers_run_under_a_temporary_directory_too_long_for_sockets
                 return torch.full((8,), float(index))
 
         def main():
+            import os, tempfile
+            print("tmpdir", len(os.fsencode(tempfile.gettempdir())), os.environ["TMPDIR"])
             model = nn.Linear(8, 1)
             optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
             for x in DataLoader(Noise(), batch_size=8, num_workers=2):
@@ -295,6 +369,10 @@ def test_dataloader_workers_run_under_a_temporary_directory_too_long_for_sockets
             main()
         """,
         steps=4,
+        server=server,
     )
     assert result.ok, (result.status, result.message, result.output)
     assert result.first["stop_reason"] == "steps" and result.first["steps"] == 4
+    # fresh or forked by the warm interpreter, the run's temporary directory is short
+    length = int(result.output.split("tmpdir ", 1)[1].split()[0])
+    assert length + 32 <= 107 and str(long_tmp) not in result.output

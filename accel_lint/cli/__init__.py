@@ -1,4 +1,4 @@
-"""The command line: check, fix, verify, rule, rules.
+"""The command line: check, fix, verify, rule, rules, server.
 
 Exit codes: 0 nothing to report, 1 findings remain (or, for `fix` without
 `--apply`, fixes are pending), 2 usage or configuration error or a bug.
@@ -21,6 +21,7 @@ _COMMANDS = {
     "verify": "accel_lint.cli.verify:verify",
     "rule": "accel_lint.cli.catalogue:rule_cmd",
     "rules": "accel_lint.cli.catalogue:rules_cmd",
+    "server": "accel_lint.cli.server:server_cmd",
 }
 
 

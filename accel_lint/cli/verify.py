@@ -1,18 +1,50 @@
 """`accel-lint verify SCRIPT [-- ARGS...]`: fix the script in memory, run the
-original and the fixed script, judge every fix, time both (SPEC.md)."""
+original and the fixed script, judge every fix, time both (docs/verifier.md)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
 from accel_lint.cli.common import EXIT_ERROR, common, fail, internal_error
+from accel_lint.diagnostic import PARSE_ERROR
 from accel_lint.rules import BY_CODE
 from accel_lint.source import DecodeError, Source, decode, skip_file
+
+if TYPE_CHECKING:
+    from accel_lint.diagnostic import Diagnostic
+    from accel_lint.fixer import AppliedFix
+    from accel_lint.verify.opinion import StaticFinding
+    from accel_lint.verify.report import FixItem, Unfixed
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI timeout, `timeout`, `docker stop`): ended like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _terminate_like_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @click.command("verify")
@@ -105,7 +137,21 @@ from accel_lint.source import DecodeError, Source, decode, skip_file
 @click.option(
     "--unsafe-fixes/--no-unsafe-fixes",
     default=None,
-    help="Include fixes that may change behaviour.",
+    help="Judge the unsafe fixes too (the default: verify changes no file); "
+    "--no-unsafe-fixes judges the safe fixes only.",
+)
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="Run the scripts with this interpreter (your project's virtualenv); it needs "
+    "only the standard library and torch.",
+)
+@click.option(
+    "--report",
+    "report_file",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write a self-contained HTML report (loss curves, speed and memory per fix).",
 )
 def verify(
     script: Path,
@@ -127,88 +173,268 @@ def verify(
     config_file: Path | None,
     isolated: bool,
     unsafe_fixes: bool | None,
+    python: str | None,
+    report_file: Path | None,
 ) -> None:
     """Run SCRIPT and its fixed version side by side and show that each fix
     computes the same thing (by its rule's equivalence class), and how fast.
 
-    Arguments after `--` go to the script. Exit status: 0 every fix holds,
-    1 a fix does not, 2 a run failed or a fix could not be verified here.
+    Every fix is judged, safe and unsafe (verify changes no file); --no-unsafe-fixes,
+    --select and --ignore narrow it. Arguments after `--` go to the script. Exit
+    status: 0 every fix holds, 1 a fix does not, 2 a run failed, a fix could not be
+    verified here, or the script does not parse.
     """
     from rich.console import Console
 
-    from accel_lint.engine import rules_for
+    from accel_lint.engine import analyze, diagnostics, rules_for
     from accel_lint.fixer import fix_source
-    from accel_lint.verify.launch import Target
-    from accel_lint.verify.session import FixItem, Options, Report, Session
-    from accel_lint.verify.table import RichProgress, render, to_json
+    from accel_lint.verify.launch import Target, environment
+    from accel_lint.verify.plan import Options
+    from accel_lint.verify.report import Report
+    from accel_lint.verify.session import Session
+    from accel_lint.verify.table import RichProgress, render
+    from accel_lint.verify.warm import WarmInterpreter
 
-    settings = common(
-        [str(script)], select, ignore, extend_select, config_file, isolated, unsafe_fixes, None
-    ).settings
-    root = (workdir or script.parent).resolve()
+    interpreter = python or sys.executable
+    missing = torch_missing(interpreter, explicit=python is not None)
+    if missing is not None:
+        fail(missing)
+    server: WarmInterpreter | None = None
     try:
-        relative = script.resolve().relative_to(root)
-    except ValueError:
-        fail(f"{script} is not inside the working directory {root}")
-    data = script.read_bytes()
-    try:
-        source = decode(data)
-    except DecodeError as exc:
-        fail(f"{script}: {exc}")
-    codes = frozenset() if skip_file(data) else settings.codes_for(str(script))
+        settings = common(
+            [str(script)], select, ignore, extend_select, config_file, isolated, unsafe_fixes, None
+        ).settings
+        unsafe = unsafe_fixes is not False  # verify writes nothing: every fix by default
+        root = (workdir or script.parent).resolve()
+        try:
+            relative = script.resolve().relative_to(root)
+        except ValueError:
+            fail(f"{script} is not inside the working directory {root}")
+        data = script.read_bytes()
+        try:
+            source = decode(data)
+        except DecodeError as exc:
+            fail(f"{script}: {exc}")
+        codes = frozenset() if skip_file(data) else settings.codes_for(str(script))
+        rules = rules_for(codes, data)
+        found = diagnostics(analyze(str(script), source, settings, rules))
+        if found and found[0].code == PARSE_ERROR:
+            error = found[0]
+            click.echo(
+                f"{script}:{error.row}:{error.column}: {error.code} {error.message}", err=True
+            )
+            sys.exit(EXIT_ERROR)
+        if any(d.has_fix and (unsafe or d.fix_safety == "safe") for d in found):
+            # the warm interpreter imports torch while the fixes are computed
+            server = WarmInterpreter(interpreter, environment(None, threads, "server"))
 
-    def fixed_with(subset: frozenset[str]) -> str:
-        outcome = fix_source(
-            str(script),
-            Source(source.text, source.encoding),
-            settings,
-            rules_for(codes & subset, data),
-            unsafe=settings.unsafe_fixes,
-        )
+        def fixed_with(subset: frozenset[str]) -> str:
+            outcome = fix_source(
+                str(script),
+                Source(source.text, source.encoding),
+                settings,
+                rules_for(codes & subset, data),
+                unsafe=unsafe,
+            )
+            if outcome.error is not None:
+                fail(f"{script}: {outcome.error}")
+            return outcome.fixed_text
+
+        outcome = fix_source(str(script), source, settings, rules, unsafe=unsafe)
         if outcome.error is not None:
             fail(f"{script}: {outcome.error}")
-        return outcome.fixed_text
+        fixes, unfixed = fix_items(outcome.applied, found, str(script), unsafe)
+        options = Options(
+            steps=steps,
+            repeat=repeat,
+            warmup=warmup,
+            timeout=timeout,
+            nproc=nproc,
+            torchrun=torchrun,
+            threads=threads,
+            seeds=seeds,
+            jobs=jobs,
+        )
+        target = Target(
+            root,
+            relative,
+            tuple(script_args),
+            steps,
+            options.warmup_steps,
+            timeout,
+            source.encoding,
+            interpreter,
+        )
+        if fixes and server is not None:
+            hello = server.hello(timeout)
+            if hello is None or hello["torch"] is None:
+                why = hello["error"] if hello else "it did not start"
+                fail(f"{interpreter} cannot import torch ({why}): {install_hint(interpreter)}")
+        static = [static_finding(d) for d in found]
+        try:
+            with (
+                _terminate_like_interrupt(),
+                RichProgress(Console(stderr=True, highlight=False), steps) as progress,
+            ):
+                report: Report = Session(
+                    target,
+                    source.text,
+                    fixed_with,
+                    fixes,
+                    options,
+                    progress,
+                    display_name=str(script),
+                    server=server,
+                    findings=static,
+                    code_of=code_of,
+                    target_torch=settings.target_torch,
+                ).run()
+        except KeyboardInterrupt as exc:
+            # the session has ended every run and removed its scratch directory
+            signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+            name = "terminated" if isinstance(exc, Terminated) else "interrupted"
+            click.echo(f"accel-lint: verify {name}; every run was stopped.", err=True)
+            sys.exit(128 + signum)
+        except Exception:  # a bug of ours: exit 2 with the trace, as the other commands do
+            import traceback
 
-    outcome = fix_source(
-        str(script), source, settings, rules_for(codes, data), unsafe=settings.unsafe_fixes
-    )
-    if outcome.error is not None:
-        fail(f"{script}: {outcome.error}")
-    fixes = []
-    for applied in outcome.applied:
-        # a rule with a fix always declares a class (Rule.__init_subclass__)
-        equivalence = applied.equivalence or BY_CODE[applied.code].rule.equivalence()
-        assert equivalence is not None
-        fixes.append(FixItem(applied.code, applied.message, equivalence.value))
-    options = Options(
-        steps=steps,
-        repeat=repeat,
-        warmup=warmup,
-        timeout=timeout,
-        nproc=nproc,
-        torchrun=torchrun,
-        threads=threads,
-        seeds=seeds,
-        jobs=jobs,
-    )
-    target = Target(
-        root, relative, tuple(script_args), steps, options.warmup_steps, timeout, source.encoding
-    )
-    try:
-        with RichProgress(Console(stderr=True, highlight=False)) as progress:
-            report: Report = Session(
-                target, source.text, fixed_with, fixes, options, progress, display_name=str(script)
-            ).run()
-    except KeyboardInterrupt:
-        click.echo("accel-lint: verify interrupted; every run was stopped.", err=True)
-        sys.exit(EXIT_ERROR)
-    except Exception:  # a bug of ours: exit 2 with the trace, as the other commands do
-        import traceback
+            internal_error(str(script), traceback.format_exc())
+            sys.exit(EXIT_ERROR)
+    finally:
+        if server is not None:
+            server.close()
+    hello = server.hello(0) if server is not None else None
+    report.python = f"{interpreter} (Python {hello['python']})" if hello else interpreter
+    report.unfixed = unfixed
+    if report_file is not None:
+        from accel_lint.verify.html import write_report
 
-        internal_error(str(script), traceback.format_exc())
-        sys.exit(EXIT_ERROR)
+        write_report(report, report_file)
     if output_format == "json":
+        from accel_lint.verify.json_report import to_json
+
         click.echo(json.dumps(to_json(report), indent=2))
     else:
-        render(report, Console(highlight=False, soft_wrap=False))
+        out = Console(highlight=False, soft_wrap=False)
+        if not out.is_terminal:  # a log or a pipe: never cut a line to a guessed width
+            out = Console(highlight=False, soft_wrap=False, width=200)
+        render(report, out)
     sys.exit(report.exit_code)
+
+
+TORCH_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 3)"
+
+
+def install_hint(interpreter: str) -> str:
+    if interpreter == sys.executable:
+        return 'pip install "accel-lint[verify]"'
+    return (
+        f"{interpreter} -m pip install torch (the scripts run there, and the runner needs only "
+        'the standard library and torch), or pip install "accel-lint[verify]" in that environment'
+    )
+
+
+def torch_missing(interpreter: str, *, explicit: bool) -> str | None:
+    """Before anything else: can the interpreter that runs the scripts find torch?
+    (A look-up, not an import: seconds cheaper.)"""
+    if not explicit:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            return "verify runs the scripts with torch, which is not installed: " + install_hint(
+                interpreter
+            )
+        return None
+    import subprocess
+
+    try:
+        done = subprocess.run([interpreter, "-c", TORCH_PROBE], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot run the interpreter {interpreter}: {exc}"
+    if done.returncode == 3:
+        return f"torch is not installed for {interpreter}: {install_hint(interpreter)}"
+    if done.returncode != 0:
+        return (
+            f"the interpreter {interpreter} failed: {done.stderr.decode(errors='replace').strip()}"
+        )
+    return None
+
+
+def static_finding(diagnostic: Diagnostic) -> StaticFinding:
+    from accel_lint.verify.opinion import StaticFinding
+
+    return StaticFinding(
+        diagnostic.code,
+        BY_CODE[diagnostic.code].rule.name,
+        diagnostic.row,
+        diagnostic.end_row,
+        diagnostic.message,
+    )
+
+
+def code_of(name: str) -> str | None:
+    """The code of the rule with this name (runtime observations carry names)."""
+    from accel_lint.rules import RULES
+
+    return next((entry.code for entry in RULES if entry.rule.name == name), None)
+
+
+def fix_items(
+    applied: Sequence[AppliedFix], found: Sequence[Diagnostic], filename: str, unsafe: bool
+) -> tuple[list[FixItem], list[Unfixed]]:
+    """One item per applied fix, with the place and applicability of the finding it
+    fixes (matched by rule and fix message, in order; findings that one fix
+    removes together are one item) and its rule's declaration; and the findings
+    left without a fix, with the reason."""
+    from accel_lint.rule import FixSafety
+    from accel_lint.verify.report import FixItem, Unfixed
+
+    open_findings = [d for d in found if d.has_fix]
+    items = []
+    for fix in applied:
+        rule = BY_CODE[fix.code].rule
+        verification = rule.verification
+        # a rule with a fix always declares its verification (Rule.__init_subclass__)
+        assert verification is not None
+        finding = next(
+            (d for d in open_findings if d.code == fix.code and d.fix_message == fix.message),
+            None,
+        )
+        if finding is not None:
+            open_findings.remove(finding)
+        items.append(
+            FixItem(
+                fix.code,
+                fix.message,
+                fix.equivalence or verification.equivalence,
+                verification,
+                filename=filename,
+                row=finding.row if finding else None,
+                applicability=(finding.fix_safety if finding else None) or rule.fix_safety.value,
+            )
+        )
+    # The fixer repeats until no allowed fix is left, so a finding whose allowed fix
+    # was never applied was removed by another fix: one of its rule with the same
+    # message when its fixes overlap (a rewritten import and its call sites).
+    fixed_together = {(i.code, i.message) for i in items}
+    unfixed = []
+    for d in found:
+        if d.has_fix and d not in open_findings:
+            continue
+        left_out = d.fix_safety == "unsafe" and not unsafe
+        if d.has_fix and not left_out and (d.code, d.fix_message) in fixed_together:
+            continue
+        if d.has_fix:
+            why = (
+                "its fix is unsafe, and --no-unsafe-fixes leaves it out"
+                if left_out
+                else "another fix removed it (its own fix overlapped that one)"
+            )
+        elif d.no_fix_reason:
+            why = f"no fix: {d.no_fix_reason}"
+        elif BY_CODE[d.code].rule.fix_safety is FixSafety.NONE:
+            why = "its rule reports, it does not fix"
+        else:
+            why = "no fix offered here"
+        unfixed.append(Unfixed(d.code, d.row, d.message, why))
+    return items, unfixed

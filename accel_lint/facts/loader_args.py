@@ -11,8 +11,23 @@ from accel_lint.facts.file import FileFacts
 from accel_lint.names import Scope
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
-#            collate_fn, pin_memory, drop_last, ...)
-POSITION = {"num_workers": 5, "pin_memory": 7}
+#            collate_fn, pin_memory, drop_last, timeout, worker_init_fn,
+#            multiprocessing_context, generator, *, prefetch_factor, persistent_workers, ...)
+POSITION = {
+    "dataset": 0,
+    "batch_size": 1,
+    "shuffle": 2,
+    "sampler": 3,
+    "batch_sampler": 4,
+    "num_workers": 5,
+    "collate_fn": 6,
+    "pin_memory": 7,
+    "drop_last": 8,
+    "timeout": 9,
+    "worker_init_fn": 10,
+    "multiprocessing_context": 11,
+    "generator": 12,
+}  # the others are keyword-only
 
 
 @dataclass(frozen=True)
@@ -44,7 +59,7 @@ def passed(call: cst.Call, param: str, facts: FileFacts, scope: Scope) -> Passed
         if arg.star == "**":
             splats.append(arg)
         elif arg.keyword is None:
-            if positional == POSITION[param]:
+            if positional == POSITION.get(param):
                 return Passed(False, arg.value, arg)
             positional += 1
         elif arg.keyword.value == param:

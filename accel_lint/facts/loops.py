@@ -15,7 +15,7 @@ loop that calls `train_step(batch)` runs `train_step`'s body every step.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Union
 
@@ -60,6 +60,8 @@ class Loops:
         self._trains: dict[Loop, bool] = {}
         self._backward: dict[Loop, bool] = {}
         self._training: list[Loop] | None = None
+        self._in_handlers: set[int] | None = None
+        self._step: dict[Loop, bool] = {}
 
     @classmethod
     def of(cls, facts: FileFacts) -> Loops:
@@ -151,29 +153,84 @@ class Loops:
         }
         return [loop for loop in candidates if loop not in inner]
 
-    def every_step(self, site: CallSite) -> Loop | None:
+    def every_step(
+        self, site: CallSite, ignoring: Callable[[Guard], bool] | None = None
+    ) -> Loop | None:
         """The training loop that runs `site` on each of its iterations, directly or
         through the file's functions it calls unconditionally; None when the call is
-        under a condition inside that loop, or not in a training loop."""
-        return self._every_step(site, 0)
+        under a condition inside that loop, or not in a training loop. Guards for which
+        `ignoring` answers True (a test of the machine, true on every step or on none)
+        are not conditions."""
+        return self._every_step(site, 0, ignoring)
 
-    def _every_step(self, site: CallSite, depth: int) -> Loop | None:
+    def _every_step(
+        self, site: CallSite, depth: int, ignoring: Callable[[Guard], bool] | None = None
+    ) -> Loop | None:
         for loop in reversed(site.bodies):
             if loop not in self.training_loops():
                 continue
-            return loop if self._unconditional_in(site.guards, loop) else None
+            if not self.is_step_loop(loop):
+                return None  # an epoch loop around a function that holds the step loop
+            if not self._unconditional_in(site.guards, loop, ignoring):
+                return None
+            # a call in an `except` block runs when an exception is caught, not every step
+            return None if id(site.node) in self._handled() else loop
         if site.function is None or site.bodies or depth >= _MAX_DEPTH:
             return None
-        if site.guards:
+        if _conditions(site.guards, ignoring) or id(site.node) in self._handled():
             return None
         callers = self.calls.calls_to(site.function)
-        loops = [self._every_step(caller, depth + 1) for caller in callers]
+        loops = [self._every_step(caller, depth + 1, ignoring) for caller in callers]
         if not loops or None in loops:
             return None
         return loops[0]
 
-    def _unconditional_in(self, guards: tuple[Guard, ...], loop: Loop) -> bool:
-        return len(guards) == len(self.site(loop).guards)
+    def is_step_loop(self, loop: Loop) -> bool:
+        """A training loop whose iterations are steps: no function of the file it calls
+        holds a training loop (`for epoch in ...: train(loader)` runs once per epoch)."""
+        found = self._step.get(loop)
+        if found is None:
+            holders = {self.site(other).function for other in self.training_loops()}
+            holders.discard(None)
+            stack = [(s, 0) for s in self._inside(loop)]
+            seen: set[cst.FunctionDef] = set()
+            found = True
+            while stack and found:
+                call, depth = stack.pop()
+                callee = self.calls.local_callee(call.node, call.scope)
+                if callee is None or callee[0] in seen or depth >= _MAX_DEPTH:
+                    continue
+                seen.add(callee[0])
+                found = callee[0] not in holders
+                stack.extend((s, depth + 1) for s in self.calls.by_function.get(callee[0], ()))
+            self._step[loop] = found
+        return found
+
+    def trains_every_iteration(self, loop: Loop) -> bool:
+        """False when each backward pass in the loop's body runs only on some iterations,
+        under `if <counter> % k == 0` (a reinforcement-learning loop that steps the
+        environment every iteration and trains every k-th)."""
+        inside = len(self.site(loop).guards)
+        backs = [s for s in self.body_calls(loop) if self._runs_backward(s)]
+        return not backs or not all(
+            any(positive and _modulo_of(test) is not None for test, positive in s.guards[inside:])
+            for s in backs
+        )
+
+    def _handled(self) -> set[int]:
+        """Calls inside `except` blocks (found on demand)."""
+        if self._in_handlers is None:
+            self._in_handlers = _calls_in_handlers(self.facts.module)
+        return self._in_handlers
+
+    def _unconditional_in(
+        self,
+        guards: tuple[Guard, ...],
+        loop: Loop,
+        ignoring: Callable[[Guard], bool] | None = None,
+    ) -> bool:
+        inner = guards[len(self.site(loop).guards) :]
+        return not _conditions(inner, ignoring)
 
     def step_functions(self) -> set[cst.FunctionDef]:
         """The file's functions that a training loop runs on every step."""
@@ -281,6 +338,49 @@ class Loops:
         return Accumulation("inner-loop", loop, back, steps[0], every)
 
 
+def _calls_in_handlers(module: cst.Module) -> set[int]:
+    """The calls made inside `except` blocks: statements are walked down to the `try`
+    statements, and only their handlers are walked in full."""
+    found: set[int] = set()
+    statements: list[cst.CSTNode] = list(module.body)
+    handlers: list[cst.CSTNode] = []
+    while statements:
+        node = statements.pop()
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            handlers.extend(node.handlers)
+            statements.extend(_blocks_of(node))
+        elif isinstance(node, cst.BaseCompoundStatement):
+            statements.extend(_blocks_of(node))
+    while handlers:
+        node = handlers.pop()
+        if isinstance(node, cst.Call):
+            found.add(id(node))
+        handlers.extend(node.children)
+    return found
+
+
+def _blocks_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements directly inside a compound statement's blocks (not its handlers)."""
+    if isinstance(node, cst.Match):
+        return [statement for case in node.cases for statement in _blocks_of(case)]
+    out: list[cst.CSTNode] = []
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        out.extend(body.body)
+    for field in ("orelse", "finalbody"):
+        part = getattr(node, field, None)
+        if isinstance(part, cst.If):
+            out.append(part)  # an `elif`
+        elif isinstance(part, (cst.Else, cst.Finally)):
+            out.extend(_blocks_of(part))
+    return out
+
+
+def _conditions(guards: tuple[Guard, ...], ignoring: Callable[[Guard], bool] | None) -> bool:
+    """Are some of these guards real conditions (not ignored)?"""
+    return any(ignoring is None or not ignoring(guard) for guard in guards)
+
+
 def _is_step(site: CallSite) -> bool:
     """`<optimizer>.step(...)`, or a GradScaler's `scaler.step(optimizer)`."""
     func = site.node.func
@@ -335,4 +435,34 @@ def _mentions_epoch(expr: cst.CSTNode) -> bool:
             stack.extend(arg.value for arg in node.args)  # not the callee: `range`, `tqdm`
         else:
             stack.extend(node.children)
+    return False
+
+
+def machine_test(guard: Guard) -> bool:
+    """`if torch.cuda.is_available():`, `if device.type == "cuda":`, `if args.cuda:`: a
+    test of the machine, true on every step or on none (every part of it)."""
+    return _tests_machine(guard[0])
+
+
+_MACHINE_FLAGS = frozenset(
+    {"cuda", "use_cuda", "no_cuda", "is_cuda", "gpu", "use_gpu", "on_gpu", "cpu", "use_cpu", "type"}
+)
+_DEVICE_NAMES = frozenset({"cuda", "cpu", "mps", "xpu"})
+
+
+def _tests_machine(test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return _tests_machine(test.left) and _tests_machine(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _tests_machine(test.expression)
+    if isinstance(test, cst.Call):
+        return last_name(test.func) == "is_available"
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return (last_name(test) or "").lower() in _MACHINE_FLAGS
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        sides = (test.left, test.comparisons[0].comparator)
+        return any(
+            isinstance(side, cst.SimpleString) and side.value.strip("'\"") in _DEVICE_NAMES
+            for side in sides
+        )
     return False

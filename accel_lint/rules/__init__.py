@@ -37,7 +37,8 @@ class RuleEntry:
         return not self.triggers or any(t in data for t in self.triggers)
 
 
-# trigger words several rules share
+# trigger words several rules share (the loader rules share one word on purpose: a fix
+# of one, such as `pin_memory=True`, can make another match in the same fix run)
 LOADER = (b"DataLoader",)
 CONV = (b"Conv1d", b"Conv2d", b"Conv3d", b"ConvTranspose")
 DATA_PARALLEL = (b"DataParallel",)
@@ -47,8 +48,12 @@ COMPILE = (b"compile",)
 RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER),
     RuleEntry("ACL102", "dataloader_unpinned_memory.DataloaderUnpinnedMemory", LOADER),
+    RuleEntry("ACL103", "blocking_host_to_device_copy.BlockingHostToDeviceCopy", LOADER),
+    RuleEntry("ACL104", "workers_restarted_each_epoch.WorkersRestartedEachEpoch", LOADER),
+    RuleEntry("ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
     RuleEntry("ACL202", "cudnn_autotuner_off.CudnnAutotunerOff", CONV),
+    RuleEntry("ACL203", "tensor_created_then_moved.TensorCreatedThenMoved", (b".cuda(", b".to(")),
     RuleEntry("ACL204", "jit_script_for_fusion.JitScriptForFusion", (b"jit",)),
     RuleEntry("ACL205", "compile_mode_positional.CompileModePositional", COMPILE),
     RuleEntry("ACL206", "compile_in_loop.CompileInLoop", COMPILE),
@@ -73,23 +78,42 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry(
+        "ACL303",
+        "debug_api_left_on.DebugApiLeftOn",
+        (b"anomaly", b"profile", b"emit_nvtx", b"gradcheck"),
+    ),
+    RuleEntry(
         "ACL304",
         "deprecated_cuda_amp.DeprecatedCudaAmp",
         (b"cuda.amp", b"cpu.amp", b"import amp", b"custom_fwd", b"custom_bwd"),
     ),
     RuleEntry("ACL305", "clip_scaled_gradients.ClipScaledGradients", (b"clip_grad",)),
     RuleEntry("ACL306", "apex_amp.ApexAmp", (b"apex",)),
+    RuleEntry("ACL307", "loss_accumulated_with_graph.LossAccumulatedWithGraph", (b"backward",)),
+    RuleEntry(
+        "ACL308",
+        "step_sync_every_iteration.StepSyncEveryIteration",
+        (b"backward",),
+        default_enabled=False,
+    ),
     RuleEntry(
         "ACL309",
         "fused_optimizer_available.FusedOptimizerAvailable",
         (b"Adam", b"SGD"),
         default_enabled=False,
     ),
+    RuleEntry("ACL310", "accumulated_loss_not_scaled.AccumulatedLossNotScaled", (b"backward",)),
+    RuleEntry(
+        "ACL311",
+        "eval_without_no_grad.EvalWithoutNoGrad",
+        (b"eval", b"valid", b"test", b"predict", b"infer", b"Eval", b"Valid", b"Test", b"(False)"),
+    ),
     RuleEntry("ACL312", "grad_scaler_with_bf16.GradScalerWithBf16", (b"GradScaler",)),
     RuleEntry("ACL313", "tf32_legacy_api.Tf32LegacyApi", (b"allow_tf32",)),
     RuleEntry(
         "ACL314", "fp16_autocast_without_grad_scaler.Fp16AutocastWithoutGradScaler", (b"autocast",)
     ),
+    RuleEntry("ACL315", "empty_cache_in_loop.EmptyCacheInLoop", (b"empty_cache",)),
     RuleEntry("ACL316", "foreach_disabled.ForeachDisabled", (b"foreach",)),
     RuleEntry(
         "ACL317",

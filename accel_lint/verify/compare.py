@@ -1,9 +1,8 @@
 """Equivalence classes: does a fixed run compute what the original computed?
 
 Pure functions over what the runs recorded (loss lists, per-tensor difference
-rows, gradient diagnostics, sampler orders, saves); no torch, no processes, no
-rule modules. The classes are RULES.md's; the thresholds come from
-research/verifier_probe.md §2 and §5.5.
+rows, gradient diagnostics); no torch, no processes, no rule modules. How the
+thresholds were chosen: docs/verifier.md, "Judging a fix".
 """
 
 from __future__ import annotations
@@ -11,9 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-EXACT, CLOSE, STATISTICAL, INTENDED = "exact", "close", "statistical", "intended-change"
+from accel_lint.verify.protocol import DiffRecord, GradRecord, InitEvent
+
 HOLDS, FAILS, NOT_VERIFIABLE = "holds", "fails", "not-verifiable"
 
 # close: a fixed tolerance does not work (after 64 steps 1 vs 2 threads moves a
@@ -84,31 +83,26 @@ class TensorDiff:
         return self.unequal == 0 and not self.shape_mismatch and not self.missing and not self.extra
 
 
-def tensor_diff(
-    diff: Mapping[str, Any] | None, kind: str, exclude: Iterable[str] = ()
-) -> TensorDiff:
+def tensor_diff(diff: DiffRecord | None, kind: str, exclude: Iterable[str] = ()) -> TensorDiff:
     """Summarise the runner's per-tensor rows of one kind, leaving out `exclude`."""
     if not diff:
         return TensorDiff()
     skip = set(exclude)
     rows = [r for r in diff.get("tensors", []) if r["kind"] == kind and r["name"] not in skip]
     unequal = [r for r in rows if not r["equal"]]
-    sized = [r for r in unequal if r["shape"] and r["rel_norm"] is not None]
-    worst = max(sized, key=lambda r: r["rel_norm"], default=None)
+    rels = {r["name"]: r["rel_norm"] for r in rows if r["shape"] and r["rel_norm"] is not None}
+    sized = [r for r in unequal if r["name"] in rels]
+    worst = max(sized, key=lambda r: rels[r["name"]], default=None)
     return TensorDiff(
         compared=len(rows),
         unequal=len(unequal),
-        max_abs=max((float(r["max_abs"]) for r in sized), default=0.0),
+        max_abs=max((r["max_abs"] or 0.0 for r in sized), default=0.0),
         worst=worst["name"] if worst else None,
-        worst_rel=float(worst["rel_norm"]) if worst else 0.0,
+        worst_rel=rels[worst["name"]] if worst else 0.0,
         shape_mismatch=tuple(sorted(r["name"] for r in unequal if not r["shape"])),
         missing=tuple(sorted(n for n, k in diff.get("missing", []) if k == kind and n not in skip)),
         extra=tuple(sorted(n for n, k in diff.get("extra", []) if k == kind and n not in skip)),
-        rel_norms={
-            r["name"]: float(r["rel_norm"])
-            for r in rows
-            if r["shape"] and r["rel_norm"] is not None
-        },
+        rel_norms=rels,
     )
 
 
@@ -198,13 +192,13 @@ class Verdict:
         return self.verdict == HOLDS
 
 
-def _g(value: float) -> str:
+def fmt(value: float) -> str:
     return "0" if value == 0 else f"{value:.2g}"
 
 
-def _divergence(loss: LossDiff) -> str:
+def divergence(loss: LossDiff) -> str:
     first = (loss.first or 0) + 1  # people count passes from 1
-    return f"losses differ from backward pass {first} on, by up to {_g(loss.max_abs)}"
+    return f"losses differ from backward pass {first} on, by up to {fmt(loss.max_abs)}"
 
 
 def _count_mismatch(loss: LossDiff) -> Verdict | None:
@@ -224,7 +218,7 @@ def judge_exact(loss: LossDiff, params: TensorDiff, buffers: TensorDiff) -> Verd
     if mismatch is not None:
         return mismatch
     if not loss.equal:
-        return Verdict(FAILS, _divergence(loss) + " (exact: they must be bitwise equal)", *numbers)
+        return Verdict(FAILS, divergence(loss) + " (exact: they must be bitwise equal)", *numbers)
     for kind, diff in (("parameters", params), ("buffers", buffers)):
         if diff.missing or diff.extra or diff.shape_mismatch:
             return Verdict(FAILS, f"the {kind} differ: {_set_change(diff)}", *numbers)
@@ -232,7 +226,7 @@ def judge_exact(loss: LossDiff, params: TensorDiff, buffers: TensorDiff) -> Verd
             return Verdict(
                 FAILS,
                 f"losses are bitwise equal but {diff.unequal} final {kind} are not "
-                f"(worst {diff.worst}: relative difference {_g(diff.worst_rel)})",
+                f"(worst {diff.worst}: relative difference {fmt(diff.worst_rel)})",
                 *numbers,
             )
     return Verdict(
@@ -279,15 +273,15 @@ def judge_close(
     if loss.max_abs > loss_bound:
         return Verdict(
             FAILS,
-            f"{_divergence(loss)}: more than {factor:g}x the noise floor ({_g(noise.loss)})",
+            f"{divergence(loss)}: more than {factor:g}x the noise floor ({fmt(noise.loss)})",
             *numbers,
         )
     early_bound = max(EARLY_REL, factor * noise.early_rel)
     if loss.early_rel > early_bound:
         return Verdict(
             FAILS,
-            f"the first {EARLY_STEPS} losses already differ by a relative {_g(loss.early_rel)} "
-            f"(allowed {_g(early_bound)})",
+            f"the first {EARLY_STEPS} losses already differ by a relative {fmt(loss.early_rel)} "
+            f"(allowed {fmt(early_bound)})",
             *numbers,
         )
     param_floor = noise.floor("param", params.rel_norms)
@@ -299,17 +293,17 @@ def judge_close(
         if diff.worst_rel > bound:
             return Verdict(
                 FAILS,
-                f"{kind} {diff.worst} differs by a relative {_g(diff.worst_rel)}: more than "
-                f"{factor:g}x the noise floor ({_g(floor)})",
+                f"{kind} {diff.worst} differs by a relative {fmt(diff.worst_rel)}: more than "
+                f"{factor:g}x the noise floor ({fmt(floor)})",
                 *numbers,
             )
     if loss.equal and params.equal and buffers.equal:
         notes.append("bitwise equal")
     else:
         notes.append(
-            f"losses within {_g(loss.max_abs)} (noise floor {_g(noise.loss)}), "
-            f"parameters within a relative {_g(params.worst_rel)} "
-            f"(noise floor {_g(param_floor)})"
+            f"losses within {fmt(loss.max_abs)} (noise floor {fmt(noise.loss)}), "
+            f"parameters within a relative {fmt(params.worst_rel)} "
+            f"(noise floor {fmt(param_floor)})"
         )
     return Verdict(HOLDS, None, *numbers, notes=notes)
 
@@ -381,144 +375,20 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-# -- intended changes -------------------------------------------------------------------
-
-
-def judge_epoch_reshuffle(
-    original: Sequence[Mapping[str, Any]],
-    fixed: Sequence[Mapping[str, Any]],
-    original_losses: Sequence[float],
-    fixed_losses: Sequence[float],
-) -> Verdict:
-    """ACL404's invariant: epoch 0 sees the original's order (so the losses up to the
-    second epoch are bitwise equal); each later epoch sees a new order, where the
-    original repeats epoch 0's. `original`/`fixed`: each rank's record."""
-    loss = loss_diff(original_losses, fixed_losses)
-    numbers = (loss.max_abs, None)
-    checked_epochs = 0
-    boundary: int | None = None
-    for rank_a, rank_b in zip(original, fixed):
-        orders_a = [s for s in rank_a.get("samplers", []) if s["sampler"] == 0]
-        orders_b = [s for s in rank_b.get("samplers", []) if s["sampler"] == 0]
-        if not orders_a or not orders_b:
-            return Verdict(
-                NOT_VERIFIABLE, "no DistributedSampler was iterated before the stop", *numbers
-            )
-        if orders_a[0]["order"] != orders_b[0]["order"]:
-            return Verdict(FAILS, "epoch 0 sees a different order than the original's", *numbers)
-        seen = {orders_b[0]["order"]}
-        for later in orders_b[1:]:
-            if later["order"] in seen:
-                return Verdict(
-                    FAILS,
-                    f"epoch {len(seen)} repeats an earlier epoch's order: "
-                    "the sampler is not reshuffled",
-                    *numbers,
-                )
-            seen.add(later["order"])
-        checked_epochs = max(checked_epochs, len(orders_b) - 1)
-        if len(orders_b) > 1:
-            edge = int(orders_b[1]["backward"])
-            boundary = edge if boundary is None else min(boundary, edge)
-    if checked_epochs == 0 or boundary is None:
-        return Verdict(
-            NOT_VERIFIABLE,
-            "the run stopped inside epoch 0, so no reshuffled epoch was seen: "
-            "raise --steps past one epoch",
-            *numbers,
-        )
-    first_epoch = loss_diff(original_losses[:boundary], fixed_losses[:boundary])
-    if not first_epoch.equal:
-        return Verdict(
-            FAILS, f"epoch 0 should be unchanged, but its {_divergence(first_epoch)}", *numbers
-        )
-    repeats = all(
-        len({s["order"] for s in r.get("samplers", []) if s["sampler"] == 0}) == 1 for r in original
-    )
-    notes = [
-        f"epoch 0 bitwise equal ({boundary} backward passes); "
-        f"{checked_epochs} later epoch(s) reshuffled"
-    ]
-    if repeats:
-        notes.append("the original repeated epoch 0's order")
-    return Verdict(HOLDS, None, *numbers, notes=notes)
-
-
-def judge_rank0_save(
-    original: Sequence[Mapping[str, Any]],
-    fixed: Sequence[Mapping[str, Any]],
-    original_losses: Sequence[float],
-    fixed_losses: Sequence[float],
-) -> Verdict:
-    """ACL403's invariant: each file the original saved is written once, by rank 0,
-    with the content the original's rank 0 wrote; training itself is unchanged."""
-    loss = loss_diff(original_losses, fixed_losses)
-    numbers = (loss.max_abs, None)
-
-    def by_file(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], dict[int, str]]:
-        table: dict[tuple[str, int], dict[int, str]] = {}
-        for r in records:
-            rank = int(r.get("rank") or 0)
-            for s in r.get("saves", []):
-                table.setdefault((s["path"], int(s["step"])), {})[rank] = s["content"]
-        return table
-
-    before, after = by_file(original), by_file(fixed)
-    if not before:
-        return Verdict(
-            NOT_VERIFIABLE,
-            "the original saved nothing before the stop: raise --steps past the first save",
-            *numbers,
-        )
-    for (path, step), writers in sorted(before.items()):
-        written = after.get((path, step))
-        if not written:
-            return Verdict(
-                FAILS,
-                f"{path} (saved after step {step} by the original) is no longer written",
-                *numbers,
-            )
-        if set(written) != {0}:
-            ranks = ", ".join(str(r) for r in sorted(written))
-            return Verdict(
-                FAILS, f"{path} is still written by ranks {ranks} after step {step}", *numbers
-            )
-        if 0 in writers and written[0] != writers[0]:
-            return Verdict(
-                FAILS,
-                f"{path} saved after step {step} has other content "
-                "than the original's rank 0 wrote",
-                *numbers,
-            )
-    if not loss.equal:
-        return Verdict(FAILS, f"training changed: {_divergence(loss)}", *numbers)
-    count = len(before)
-    most = max(len(w) for w in before.values())
-    return Verdict(
-        HOLDS,
-        None,
-        *numbers,
-        notes=[
-            f"{count} save(s) written once by rank 0 with the original's content "
-            f"(the original wrote each {most}x)"
-        ],
-    )
-
-
 # -- causes -----------------------------------------------------------------------------
 
 
-def zero_grad_cause(grads: Mapping[str, Any] | None) -> str | None:
-    """ACL301/ACL302: name the parameters that reached a step with an all-zero
-    gradient in the original run. With set_to_none=True their gradient is None
-    there instead, and the optimizer skips them: no momentum, no weight decay."""
+def zero_grad_cause(grads: GradRecord | None) -> str | None:
+    """Name the parameters that reached a step with an all-zero gradient in the
+    original run: where a fix sets gradients to None instead of zero, the optimizer
+    skips them there (no momentum, no weight decay) and the runs part."""
     if not grads:
         return None
-    zero: Mapping[str, int] = grads.get("zero", {})
+    zero = grads["zero"]
     if not zero:
         return None
-    steps = int(grads.get("steps", 0))
-    first: Mapping[str, int] = grads.get("first_zero", {})
+    steps = grads["steps"]
+    first = grads["first_zero"]
     names = sorted(zero, key=lambda n: (-zero[n], n))
     worst = names[0]
     return (
@@ -530,7 +400,7 @@ def zero_grad_cause(grads: Mapping[str, Any] | None) -> str | None:
     )
 
 
-def init_cause(events: Sequence[Mapping[str, Any]]) -> str | None:
+def init_cause(events: Sequence[InitEvent]) -> str | None:
     """When the fixed run started from other initial weights than the original."""
     for event in events:
         differs: Sequence[str] = event.get("differs", ())
@@ -543,7 +413,7 @@ def init_cause(events: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def first_pass_cause(loss: LossDiff, events: Sequence[Mapping[str, Any]]) -> str | None:
+def first_pass_cause(loss: LossDiff, events: Sequence[InitEvent]) -> str | None:
     if loss.first == 0 and events and not any(e.get("differs") for e in events):
         return (
             "the initial weights are identical but the first loss differs: the fix changed the "

@@ -1,59 +1,43 @@
 """Start one run of a training script and collect what its processes recorded.
 
 Each run gets a fresh copy of the script's directory as its working directory
-(a checkpoint or output file one run writes cannot leak into the next, and the
-user's files are never touched), a controlled environment (same seeds, same
-thread settings on both sides of a comparison), and its own process group, so
-that DataLoader workers still alive after the stop (`os._exit` leaves them to a
-watchdog for seconds) are killed before the next run starts.
+(`workdir`), a controlled environment (the same seeds and thread settings on
+both sides of a comparison), and its own session, so that everything it started
+is ended when it stops (`processes`): DataLoader workers that `os._exit` leaves
+to a watchdog for seconds, and anything that detached.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from accel_lint.verify.runner import CONFIG_ENV, EXIT_INTERNAL, needs_cuda
+from accel_lint.verify import processes
+from accel_lint.verify.protocol import (
+    CONFIG_ENV,
+    EQUIV,
+    EXIT_INTERNAL,
+    RUN_MARKER_ENV,
+    Record,
+    RunConfig,
+    needs_cuda,
+)
+from accel_lint.verify.warm import ServerGone, WarmInterpreter
+from accel_lint.verify.workdir import copy_workdir
 
 HOOK_DIR = Path(__file__).resolve().parent / "hook"
-
-# Copy policy for the working directory: small files are copied; big files and
-# big directories (data sets) are linked, and never-needed directories skipped.
-FILE_COPY_LIMIT = 16 * 2**20
-DIR_COPY_LIMIT = 256 * 2**20
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        "__pycache__",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".accel_lint_cache",
-        "node_modules",
-        "wandb",
-        "mlruns",
-    }
-)
+PROFILED_STEPS = 3  # steady steps the probe's profiler watches after the warm-up
 
 
 @dataclass(frozen=True)
@@ -66,9 +50,9 @@ class Launch:
 
 @dataclass(frozen=True)
 class RunSpec:
-    name: str  # shown in the progress display: "original", "fixed (ACL101)", ...
+    name: str  # shown in the progress display: "original", "fixed (ACL101 only)", ...
     text: str  # the script's source for this run
-    mode: str = "equiv"  # "equiv" (recorded) or "time" (step clock only)
+    mode: str = EQUIV
     launch: Launch = Launch()
     threads: int = 1
     seed_offset: int = 0
@@ -77,6 +61,9 @@ class RunSpec:
     dump_init: bool = False
     reference: Path | None = None  # the reference run's final state
     align_init: Path | None = None  # the reference run's initial weights
+    steps: int | None = None  # None: the target's
+    role: str = "equivalence"  # what the run is for: equivalence | noise | timing | probe
+    variant: str = "original"  # which script: "original", "fixed", "ACL101"...
 
 
 @dataclass(frozen=True)
@@ -90,6 +77,7 @@ class Target:
     warmup: int
     timeout: float
     encoding: str = "utf-8"
+    python: str = sys.executable  # the interpreter that runs the script
 
 
 @dataclass
@@ -98,12 +86,14 @@ class RunResult:
     status: str  # ok | crashed | timeout | needs-cuda | no-steps | internal
     returncode: int | None
     seconds: float
-    records: list[dict[str, Any]] = field(default_factory=list)  # processes that trained
+    records: list[Record] = field(default_factory=list)  # processes that trained
     message: str | None = None  # what went wrong, for the report
     output: str = ""  # tail of the run's stdout and stderr
     out_dir: Path | None = None
     other_load: float | None = None  # cores other processes kept busy during the run
     machine_device: str = "cpu"  # what torch saw in any process, even one that failed
+    copied_bytes: int = 0
+    error: dict[str, Any] | None = None  # the error record of the failing process
 
     @property
     def ok(self) -> bool:
@@ -120,7 +110,7 @@ class RunResult:
         return path if path is not None and path.exists() else None
 
     @property
-    def first(self) -> dict[str, Any]:
+    def first(self) -> Record:
         """The record of rank 0 (or the only training process)."""
         return self.records[0]
 
@@ -148,32 +138,13 @@ def mean_over_ranks(series: Sequence[Sequence[float]]) -> list[float]:
     return [sum(s[i] for s in series) / len(series) for i in range(n)]
 
 
-# -- processes ----------------------------------------------------------------------
-
-_live: set[int] = set()
-_live_lock = threading.Lock()
-
-
-def kill_all() -> None:
-    """Kill the process groups of every run still going (Ctrl-C, an error of ours)."""
-    with _live_lock:
-        groups = list(_live)
-    for pgid in groups:
-        _killpg(pgid)
-
-
-def _killpg(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 def command(target: Target, launch: Launch) -> list[str]:
     script = str(target.script)
     if launch.torchrun:
         # `python -m torch.distributed.run` is torchrun; --standalone picks a free port,
         # so runs may overlap. The fixed script chooses its backend (nccl or gloo).
         return [
-            sys.executable,
+            target.python,
             "-m",
             "torch.distributed.run",
             "--standalone",
@@ -181,7 +152,7 @@ def command(target: Target, launch: Launch) -> list[str]:
             script,
             *target.args,
         ]
-    return [sys.executable, script, *target.args]
+    return [target.python, script, *target.args]
 
 
 # multiprocessing puts a DataLoader worker's socket at
@@ -211,58 +182,118 @@ def socket_safe_tmpdir(tmpdir: str) -> str:
 
 
 def environment(
-    config: dict[str, Any], threads: int, base: dict[str, str] | None = None
+    config: RunConfig | None, threads: int, marker: str, base: dict[str, str] | None = None
 ) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env["TMPDIR"] = socket_safe_tmpdir(env.get("TMPDIR") or tempfile.gettempdir())
     previous = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(HOOK_DIR) + (os.pathsep + previous if previous else "")
-    env[CONFIG_ENV] = json.dumps(config)
+    if config is not None:
+        env[CONFIG_ENV] = json.dumps(config)
+    env[RUN_MARKER_ENV] = marker
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[name] = str(threads)
-    # Spinning OpenMP threads on a shared machine cost 25x on small ops (probe §3.1).
+    # Spinning OpenMP threads on a shared machine cost 25x on small ops
+    # (docs/verifier.md, "Threads").
     env["OMP_WAIT_POLICY"] = "PASSIVE"
     # Deterministic cuBLAS (CUDA only; harmless elsewhere).
     env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
     return env
 
 
-def run(target: Target, spec: RunSpec, scratch: Path) -> RunResult:
-    """Run one variant of the script to its stop and read its records."""
-    base = scratch / (re.sub(r"[^A-Za-z0-9_.+-]+", "_", spec.name).strip("_") or "run")
-    run_dir = base
-    suffix = 1
-    while run_dir.exists():
+def run_dir(scratch: Path, name: str) -> Path:
+    base = scratch / (re.sub(r"[^A-Za-z0-9_.+-]+", "_", name).strip("_") or "run")
+    path, suffix = base, 1
+    while path.exists():
         suffix += 1
-        run_dir = Path(f"{base}-{suffix}")
-    work, out = run_dir / "work", run_dir / "out"
-    copy_workdir(target.workdir, work)
-    script = work / target.script
-    script.write_bytes(spec.text.encode(target.encoding))
+        path = Path(f"{base}-{suffix}")
+    return path
+
+
+def prepare(target: Target, spec: RunSpec, scratch: Path) -> tuple[Path, Path, int]:
+    """The run's working copy with its version of the script, and its output folder."""
+    directory = run_dir(scratch, spec.name)
+    work, out = directory / "work", directory / "out"
+    copied = copy_workdir(target.workdir, work)
+    (work / target.script).write_bytes(spec.text.encode(target.encoding))
     out.mkdir(parents=True)
-    config = {
+    return work, out, copied
+
+
+def config_for(target: Target, spec: RunSpec, out: Path) -> RunConfig:
+    return {
         "out": str(out),
         "mode": spec.mode,
-        "steps": target.steps,
+        "steps": spec.steps or target.steps,
         "warmup": target.warmup,
-        "threads": spec.threads,
+        "seed": 0,
         "seed_offset": spec.seed_offset,
+        "threads": spec.threads,
         "perturb": spec.perturb,
         "save_state": spec.save_state,
-        "dump_init": str(out / "init") if spec.dump_init else None,
         "reference": str(spec.reference) if spec.reference else None,
+        "dump_init": str(out / "init") if spec.dump_init else None,
         "align_init": str(spec.align_init) if spec.align_init else None,
+        "progress": str(out / "progress"),
+        "profile_steps": target.warmup + PROFILED_STEPS,
     }
+
+
+def run(
+    target: Target,
+    spec: RunSpec,
+    scratch: Path,
+    server: WarmInterpreter | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run one variant of the script to its stop and read its records: forked by
+    the warm interpreter when there is one (torchrun runs start their own ranks),
+    else as a new process."""
+    work, out, copied = prepare(target, spec, scratch)
+    if progress is not None:
+        progress.started(spec, out / "progress")
+    marker = processes.new_marker()
     # TMPDIR stays the user's unless it is too long for the Unix socket paths
     # DataLoader workers pass tensors through (socket_safe_tmpdir); never one inside
-    # the scratch copy, which would always be too long.
-    env = environment(config, spec.threads)
+    # the scratch copy, which would always be too long (docs/verifier.md, "Socket paths").
+    env = environment(config_for(target, spec, out), spec.threads, marker)
     busy_before, ours_before = _busy_cpu_seconds(), _children_cpu_seconds()
     started = time.perf_counter()
-    timed_out = False
+    outcome: tuple[int | None, bool] | None = None
+    if server is not None and server.usable and not spec.launch.torchrun:
+        try:
+            outcome = _forked(server, target, work, out, env, marker)
+        except ServerGone:
+            outcome = None  # started the ordinary way below
+    if outcome is None:
+        outcome = _started(target, spec, work, out, env, marker)
+    returncode, timed_out = outcome
+    seconds = time.perf_counter() - started
+    other_load = None
+    busy_after = _busy_cpu_seconds()
+    if busy_before is not None and busy_after is not None and seconds > 0:
+        ours = _children_cpu_seconds() - ours_before
+        other_load = max(0.0, (busy_after - busy_before - ours) / seconds)
+    result = RunResult(
+        spec,
+        "ok",
+        returncode,
+        seconds,
+        out_dir=out,
+        output=_tail(out / "output.txt"),
+        other_load=other_load,
+        copied_bytes=copied,
+    )
+    classify(result, read_records(out), timed_out, target.timeout)
+    return result
+
+
+def _started(
+    target: Target, spec: RunSpec, work: Path, out: Path, env: dict[str, str], marker: str
+) -> tuple[int | None, bool]:
     with open(out / "output.txt", "wb") as output:
         proc = subprocess.Popen(
             command(target, spec.launch),
@@ -273,47 +304,56 @@ def run(target: Target, spec: RunSpec, scratch: Path) -> RunResult:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        with _live_lock:
-            _live.add(proc.pid)
+        processes.started(proc.pid, marker)
         try:
-            returncode: int | None = proc.wait(timeout=target.timeout)
+            return proc.wait(timeout=target.timeout), False
         except subprocess.TimeoutExpired:
-            timed_out = True
-            _killpg(proc.pid)
+            processes.end_run(proc.pid, marker)
             proc.wait()
-            returncode = None
+            return None, True
         finally:
-            # the stop leaves DataLoader workers behind: end the whole group now
-            _killpg(proc.pid)
-            with _live_lock:
-                _live.discard(proc.pid)
-    seconds = time.perf_counter() - started
-    other_load = None
-    busy_after = _busy_cpu_seconds()
-    if busy_before is not None and busy_after is not None and seconds > 0:
-        ours = _children_cpu_seconds() - ours_before
-        other_load = max(0.0, (busy_after - busy_before - ours) / seconds)
-    tail = _tail(out / "output.txt")
-    result = RunResult(
-        spec, "ok", returncode, seconds, out_dir=out, output=tail, other_load=other_load
+            # the stop leaves DataLoader workers behind; a process may have detached
+            processes.end_run(proc.pid, marker)
+
+
+def _forked(
+    server: WarmInterpreter,
+    target: Target,
+    work: Path,
+    out: Path,
+    env: dict[str, str],
+    marker: str,
+) -> tuple[int | None, bool]:
+    script = work / target.script
+    ident = server.spawn(
+        str(script), [str(target.script), *target.args], str(work), env, str(out / "output.txt")
     )
-    _classify(result, _read_records(out), timed_out, target)
-    return result
+    pid = server.pid(ident)
+    processes.started(pid, marker)
+    try:
+        status = server.wait(ident, target.timeout)
+        if status is None:
+            processes.end_run(pid, marker)
+            server.wait(ident, 30.0)
+            return None, True
+        return status, False
+    finally:
+        processes.end_run(pid, marker)
 
 
-def _classify(
-    result: RunResult, records: list[dict[str, Any]], timed_out: bool, target: Target
-) -> None:
+def classify(result: RunResult, records: list[Record], timed_out: bool, timeout: float) -> None:
     trained = sorted(
         (r for r in records if r.get("active")),
         key=lambda r: (r.get("rank") is None, r.get("rank") or 0, r.get("pid", 0)),
     )
     errors = [r["error"] for r in records if r.get("error")]
     # a rank's own error explains more than the launcher's summary of it
-    errors.sort(key=lambda e: "ChildFailedError" in str(e.get("type")))
+    errors.sort(key=lambda e: "ChildFailedError" in str(e["type"]) if e else False)
     internal = sorted(result.out_dir.glob("internal_pid*.txt")) if result.out_dir else []
     result.records = trained
     result.machine_device = "cuda" if any(r.get("device") == "cuda" for r in records) else "cpu"
+    first_error = errors[0] if errors else None
+    result.error = dict(first_error) if first_error else None
     if internal:
         result.status = "internal"
         result.message = (
@@ -325,21 +365,20 @@ def _classify(
         reached = max((int(r.get("steps", 0)) for r in trained), default=0)
         result.status = "timeout"
         result.message = (
-            f"did not finish within {target.timeout:g} s (no stop was reached; the script may hang)"
+            f"did not finish within {timeout:g} s (no stop was reached; the script may hang)"
         )
         if reached:
             result.message += f"; it had made {reached} optimizer steps"
         return
-    text = "\n".join(str(e.get("traceback", "")) for e in errors) + "\n" + result.output
-    if result.returncode not in (0, None) or errors:
+    text = "\n".join(str(e["traceback"]) for e in errors if e) + "\n" + result.output
+    if result.returncode not in (0, None) or first_error:
         if needs_cuda(text):
             result.status = "needs-cuda"
             result.message = "the script needs CUDA, and this machine has no CUDA device"
             return
         result.status = "internal" if result.returncode == EXIT_INTERNAL else "crashed"
-        if errors:
-            error = errors[0]
-            result.message = f"{error.get('type')}: {error.get('message')}"
+        if first_error:
+            result.message = f"{first_error['type']}: {first_error['message']}"
         else:
             result.message = f"exited with status {result.returncode}"
         return
@@ -376,16 +415,16 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _read_records(out: Path) -> list[dict[str, Any]]:
-    return [r for r in (_read_json(p) for p in sorted(out.glob("*.json"))) if r is not None]
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+def read_records(out: Path) -> list[Record]:
+    found: list[Record] = []
+    for path in sorted(out.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            found.append(data)  # type: ignore[arg-type]  # written by the runner
+    return found
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -396,54 +435,19 @@ def _tail(path: Path, lines: int = 40) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-# -- working directories --------------------------------------------------------------
-
-
-def copy_workdir(source: Path, dest: Path) -> None:
-    """A fresh copy of `source`: files up to FILE_COPY_LIMIT and directories up to
-    DIR_COPY_LIMIT are copied; larger ones are symlinked (data sets are read, not
-    written, by a training script); caches and VCS directories are skipped."""
-    dest.mkdir(parents=True)
-    for entry in sorted(source.iterdir()):
-        target = dest / entry.name
-        if entry.is_symlink():
-            os.symlink(os.readlink(entry), target)
-        elif entry.is_dir():
-            if entry.name in SKIP_DIRS:
-                continue
-            if _size_exceeds(entry, DIR_COPY_LIMIT):
-                os.symlink(entry.resolve(), target, target_is_directory=True)
-            else:
-                copy_workdir(entry, target)
-        elif entry.is_file():
-            if entry.stat().st_size > FILE_COPY_LIMIT:
-                os.symlink(entry.resolve(), target)
-            else:
-                shutil.copy2(entry, target)
-
-
-def _size_exceeds(directory: Path, limit: int) -> bool:
-    total = 0
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                continue
-            if total > limit:
-                return True
-    return False
-
-
 class Progress(Protocol):
-    def started(self, spec: RunSpec) -> None: ...
+    def total(self, runs: int) -> None: ...
+
+    def started(self, spec: RunSpec, progress_file: Path | None = None) -> None: ...
 
     def finished(self, spec: RunSpec, result: RunResult) -> None: ...
 
 
 class NoProgress:
-    def started(self, spec: RunSpec) -> None:
+    def total(self, runs: int) -> None:
+        pass
+
+    def started(self, spec: RunSpec, progress_file: Path | None = None) -> None:
         pass
 
     def finished(self, spec: RunSpec, result: RunResult) -> None:
@@ -451,14 +455,18 @@ class NoProgress:
 
 
 def run_all(
-    target: Target, specs: Iterable[RunSpec], scratch: Path, jobs: int, progress: Progress
+    target: Target,
+    specs: Iterable[RunSpec],
+    scratch: Path,
+    jobs: int,
+    progress: Progress,
+    server: WarmInterpreter | None = None,
 ) -> list[RunResult]:
     """Run independent runs, `jobs` at a time, results in the order of `specs`.
     Only equivalence runs go in parallel: timing runs go one by one."""
 
     def one(spec: RunSpec) -> RunResult:
-        progress.started(spec)
-        result = run(target, spec, scratch)
+        result = run(target, spec, scratch, server, progress)
         progress.finished(spec, result)
         return result
 
@@ -471,5 +479,5 @@ def run_all(
         try:
             return list(pool.map(one, specs))
         except BaseException:  # Ctrl-C: end the runs, or leaving the pool waits for them
-            kill_all()
+            processes.kill_all()
             raise

@@ -1,11 +1,12 @@
-"""The verify report: a rich table for people, one JSON object for machines
-(SPEC.md "The verifier"), and the progress display while runs are under way."""
+"""The verify report for people (rich), and the progress display while runs are
+under way ("run k of N", with the steps the run has done)."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
-from typing import Any
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
@@ -14,109 +15,47 @@ from rich.text import Text
 
 from accel_lint.verify import compare as cmp
 from accel_lint.verify.launch import RunResult, RunSpec
-from accel_lint.verify.session import Report, Timing
+from accel_lint.verify.report import FixItem, Opinion, Report, Timing
+from accel_lint.verify.timing import FASTER, NOT_APPLICABLE, SLOWER, Side, Speed
 
-_VERDICT_STYLE = {cmp.HOLDS: "green", cmp.FAILS: "bold red", cmp.NOT_VERIFIABLE: "yellow"}
-
-
-# -- JSON -------------------------------------------------------------------------------
-
-
-def to_json(report: Report) -> dict[str, Any]:
-    """SPEC.md's object. Keys beyond the SPEC's (`message`, `notes`, `noise_floor`,
-    `error`, and in `timing` the raw `ratio`, its interval, the A-vs-A `noise`
-    and the `claim`) add detail without changing the meaning of the others."""
-    return {
-        "script": report.script,
-        "device": report.device,
-        "steps": report.steps,
-        "repeat": report.repeat,
-        "fixes": [
-            {
-                "code": item.code,
-                "class": item.cls,
-                "verdict": item.verdict.verdict if item.verdict else cmp.NOT_VERIFIABLE,
-                "reason": item.verdict.reason if item.verdict else "not run",
-                "max_loss_diff": item.verdict.max_loss_diff if item.verdict else None,
-                "max_param_diff": item.verdict.max_param_diff if item.verdict else None,
-                "message": item.message,
-                "notes": item.verdict.notes if item.verdict else [],
-            }
-            for item in report.fixes
-        ],
-        "timing": _timing_json(report.timing) if report.timing else None,
-        "noise_floor": (
-            {
-                "loss": report.noise.loss,
-                "param_rel": report.noise.param_rel,
-                "buffer_rel": report.noise.buffer_rel,
-                "deterministic": report.noise.deterministic,
-            }
-            if report.noise
-            else None
-        ),
-        "notes": [*report.notes, *([report.combined_fails] if report.combined_fails else [])],
-        "error": (
-            {
-                "run": report.problem.run,
-                "status": report.problem.status,
-                "message": report.problem.message,
-                "output": report.problem.output,
-            }
-            if report.problem
-            else None
-        ),
-    }
+VERDICT_STYLE = {cmp.HOLDS: "green", cmp.FAILS: "bold red", cmp.NOT_VERIFIABLE: "yellow"}
+SPEED_STYLE = {FASTER: "green", SLOWER: "bold red", NOT_APPLICABLE: "dim"}
 
 
-def _timing_json(timing: Timing) -> dict[str, Any]:
-    speed = timing.speed
-
-    def side(which: str) -> dict[str, Any]:
-        data = timing.original if which == "original" else timing.fixed
-        device = timing.original_device_peak if which == "original" else timing.fixed_device_peak
-        return {
-            "steps_per_s": data.summary(),
-            "peak_memory_bytes": data.peak_memory_bytes,
-            "peak_device_memory_bytes": device,
-            "first_step_s": data.first_step_s,
-        }
-
-    return {
-        "original": side("original"),
-        "fixed": side("fixed"),
-        "speedup": speed.speedup if timing.applicable else None,
-        "ratio": speed.ratio,
-        "ratio_interval": [speed.low, speed.high] if speed.low is not None else None,
-        "noise": speed.noise,
-        "claim": speed.claim if timing.applicable else "not applicable on this device",
-        "notes": timing.notes,
-    }
-
-
-# -- table ------------------------------------------------------------------------------
-
-
-def _num(value: float | None) -> str:
+def num(value: float | None) -> str:
     if value is None:
         return "-"
     return "0" if value == 0 else f"{value:.2g}"
 
 
-def _bytes(value: int | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 2**20:,.0f} MiB"
+def mib(value: int | None) -> str:
+    return "-" if value is None else f"{value / 2**20:,.0f} MiB"
+
+
+def place(item: FixItem) -> str:
+    return f"{item.filename}:{item.row}" if item.row is not None else item.filename
+
+
+def speed_words(speed: Speed) -> str:
+    interval = (
+        f", 95% interval {speed.low:.2f}-{speed.high:.2f}"
+        if speed.low is not None and speed.high is not None
+        else ""
+    )
+    noise = f"run-to-run noise {speed.noise:.0%}" + ("" if speed.noise_measured else " (assumed)")
+    return f"{speed.ratio:.2f}x{interval}; {noise}"
 
 
 def render(report: Report, console: Console) -> None:
-    timing = f", {report.repeat} timing repeats" if report.repeat else ", no timing"
+    versions = f", torch {report.torch}" if report.torch else ""
+    timing = f", {report.repeat} timing rounds" if report.repeat else ", no timing"
     console.print(
         Text(f"accel-lint verify {report.script}", style="bold"),
-        f"({report.device}, {report.steps} steps{timing})",
+        f"({report.device}{versions}, {report.steps} steps{timing})",
     )
     if not report.fixes:
         console.print("No fix applies to this script: nothing to verify.")
+        _render_unfixed(report, console)
         return
     if report.problem is not None:
         problem = report.problem
@@ -130,92 +69,157 @@ def render(report: Report, console: Console) -> None:
         same = (
             "bitwise equal"
             if noise.deterministic
-            else f"differ (losses by up to {_num(noise.nondeterminism)})"
+            else f"differ (losses by up to {num(noise.nondeterminism)})"
         )
         console.print(
-            f"\nNoise floor of the original: losses {_num(noise.loss)}, "
-            f"parameters {_num(noise.param_rel)} (relative norm"
+            f"\nNoise floor of the original: losses {num(noise.loss)}, "
+            f"parameters {num(noise.param_rel)} (relative norm"
             + (f", worst {noise.param_worst}" if noise.param_worst else "")
             + f"). Two identical runs: {same}."
         )
     table = Table(header_style="bold", box=None, pad_edge=False)
-    for title in ("fix", "class", "verdict", "max loss diff", "max param diff"):
+    for title in ("place", "fix", "fix is", "class", "verdict", "loss diff", "param diff", "speed"):
         table.add_column(title, no_wrap=True)
     for item in report.fixes:
         verdict = item.verdict
         name = verdict.verdict if verdict else cmp.NOT_VERIFIABLE
+        label = item.speed.label if item.speed else "-"
         table.add_row(
+            place(item),
             item.code,
-            item.cls,
-            Text(name, style=_VERDICT_STYLE.get(name, "")),
-            _num(verdict.max_loss_diff if verdict else None),
-            _num(verdict.max_param_diff if verdict else None),
+            item.applicability,
+            item.equivalence.value,
+            Text(name, style=VERDICT_STYLE.get(name, "")),
+            num(verdict.max_loss_diff if verdict else None),
+            num(verdict.max_param_diff if verdict else None),
+            Text(label, style=SPEED_STYLE.get(label, "")),
         )
     console.print()
     console.print(table)
     for item in report.fixes:
-        verdict = item.verdict
-        name = verdict.verdict if verdict else cmp.NOT_VERIFIABLE
-        detail = Text(f"\n{item.code} ", style="bold")
-        detail.append(item.message, style="dim")
-        console.print(detail)
-        why = [verdict.reason] if verdict and verdict.reason else []
-        why += verdict.notes if verdict else ["not run"]
-        line = Text("  ")
-        line.append(name, style=_VERDICT_STYLE.get(name, ""))
-        line.append((": " + "; ".join(why)) if why else "")
-        console.print(line)
+        _render_item(item, console)
     if report.timing is not None:
         console.print()
         _render_timing(report.timing, console)
+    if report.opinion is not None:
+        console.print()
+        render_opinion(report.opinion, console)
+    _render_unfixed(report, console)
     for note in [*report.notes, *([report.combined_fails] if report.combined_fails else [])]:
         console.print(f"note: {note}")
     console.print(_summary(report))
 
 
+def _render_item(item: FixItem, console: Console) -> None:
+    verdict = item.verdict
+    name = verdict.verdict if verdict else cmp.NOT_VERIFIABLE
+    head = Text(f"\n{item.code} ", style="bold")
+    head.append(f"{place(item)} [{item.applicability}] ", style="")
+    head.append(item.message, style="dim")
+    console.print(head)
+    why = [verdict.reason] if verdict and verdict.reason else []
+    why += verdict.notes if verdict else ["not run"]
+    line = Text("  ")
+    line.append(name, style=VERDICT_STYLE.get(name, ""))
+    line.append((": " + "; ".join(why)) if why else "")
+    console.print(line)
+    speed = item.speed
+    if speed is None:
+        return
+    text = Text("  speed: ")
+    text.append(speed.label, style=SPEED_STYLE.get(speed.label, ""))
+    if speed.reason:
+        text.append(f": {speed.reason}")
+    variant = speed.variant
+    if variant is not None:
+        text.append(f": {speed_words(variant.speed)}")
+        if variant.codes != {item.code}:
+            text.append(f" ({variant.name}: {', '.join(sorted(variant.codes))} together)")
+        if variant.cause:
+            text.append(f"; likely cause: {variant.cause}", style="bold")
+        for note in variant.notes:
+            text.append(f"; {note}")
+    console.print(text)
+
+
 def _render_timing(timing: Timing, console: Console) -> None:
     table = Table(
-        title="Speed (steady-state optimizer steps/s after warm-up)",
+        title="Speed (steady-state steps/s after the warm-up, median over the runs)",
         title_justify="left",
         header_style="bold",
     )
-    for title in ("run", "steps/s median", "min", "max", "first step", "peak memory"):
-        table.add_column(title, justify="right" if title != "run" else "left")
-    for name, side, device in (
-        ("original", timing.original, timing.original_device_peak),
-        ("fixed", timing.fixed, timing.fixed_device_peak),
-    ):
+    for title in ("variant", "steps/s", "min-max", "samples/s", "peak memory", "vs original"):
+        table.add_column(title, justify="left" if title in ("variant", "vs original") else "right")
+
+    def row(name: str, side: Side, versus: Text) -> None:
         s = side.summary()
-        memory = _bytes(side.peak_memory_bytes) + (
-            f" (device {_bytes(device)})" if device is not None else ""
+        memory = mib(side.peak_memory_bytes) + (
+            f" (device {mib(side.device_peak_bytes)})" if side.device_peak_bytes else ""
         )
-        first = f"{side.first_step_s:.1f} s" if side.first_step_s is not None else "-"
+        samples = side.samples_per_s
         table.add_row(
-            name, f"{s['median']:.1f}", f"{s['min']:.1f}", f"{s['max']:.1f}", first, memory
+            name,
+            f"{s['median']:.1f}",
+            f"{s['min']:.1f}-{s['max']:.1f}",
+            f"{samples:,.0f}" if samples else "-",
+            memory,
+            versus,
         )
+
+    row("original", timing.original, Text("-"))
+    for variant in timing.variants:
+        versus = Text(variant.speed.label, style=SPEED_STYLE.get(variant.speed.label, ""))
+        versus.append(f" ({variant.speed.ratio:.2f}x)")
+        row(variant.name, variant.side, versus)
     console.print(table)
-    speed = timing.speed
-    noise = f"{speed.noise:.0%}" if speed.noise is not None else "unknown"
-    interval = (
-        f", 95% interval {speed.low:.2f}-{speed.high:.2f}"
-        if speed.low is not None and speed.high is not None
-        else ""
-    )
-    if not timing.applicable:
-        line = (
-            f"Speed ratio {speed.ratio:.2f}x is not evidence on this device (see the notes below)."
-        )
-    elif speed.claim == "faster":
-        line = f"Speedup {speed.ratio:.2f}x{interval}: clears the original's run-to-run spread"
-        line += f" of {noise}."
-    elif speed.claim == "slower":
-        line = f"Slower: {speed.ratio:.2f}x{interval}, beyond the original's run-to-run spread"
-        line += f" of {noise}."
-    else:
-        line = f"No measurable change: {speed.ratio:.2f}x{interval} is within the noise ({noise})."
-    console.print(line)
+    for code, why in timing.not_applicable.items():
+        console.print(f"{code}: {NOT_APPLICABLE}: {why}")
     for note in timing.notes:
         console.print(f"note: {note}")
+
+
+def render_opinion(opinion: Opinion, console: Console) -> None:
+    console.print(
+        Text("Runtime second opinion", style="bold"),
+        f"(a probe run of the original: {opinion.steps} steps on {opinion.device})",
+    )
+    if opinion.problem:
+        console.print(Text(f"  {opinion.problem}", style="yellow"))
+    style = {"seen": "green", "not seen": "yellow"}
+    for check in opinion.findings:
+        line = Text(f"  {check.code} line {check.row}: ")
+        line.append(check.status, style=style.get(check.status, "dim"))
+        if check.detail:
+            line.append(f" ({check.detail})")
+        console.print(line)
+    for found in opinion.runtime_only:
+        where = f"{found.file}:{found.row}" if found.row is not None else found.file
+        line = Text("  runtime finding ", style="bold")
+        line.append(f"{found.code or '(no rule yet)'} {found.name} at {where}: {found.detail}")
+        console.print(line)
+    ran = [p for p in opinion.patterns if p["status"] == "ran"]
+    if opinion.patterns:
+        words = []
+        for pattern in opinion.patterns:
+            if pattern["status"] == "ran":
+                words.append(f"{pattern['name']} {len(pattern['hits'])} hit(s)")
+            else:
+                words.append(f"{pattern['name']} {pattern['status']}")
+        console.print(
+            f"  torch's profiler patterns ({len(ran)} of {len(opinion.patterns)} ran): "
+            + ", ".join(words),
+            style="dim",
+        )
+    for setting in opinion.configuration:
+        console.print(f"  {setting}", style="dim")
+
+
+def _render_unfixed(report: Report, console: Console) -> None:
+    if not report.unfixed:
+        return
+    console.print("\nFindings without an applied fix:")
+    for unfixed in report.unfixed:
+        console.print(f"  {report.script}:{unfixed.row} {unfixed.code}: {unfixed.why}")
 
 
 def _summary(report: Report) -> Text:
@@ -226,8 +230,11 @@ def _summary(report: Report) -> Text:
     parts = [f"{n} {verdict}" for verdict, n in counts.items()]
     style = {0: "bold green", 1: "bold red"}.get(report.exit_code, "bold yellow")
     total = len(report.fixes)
+    unsafe = sum(1 for f in report.fixes if f.applicability == "unsafe")
     return Text(
-        f"\n{total} fix{'es' if total != 1 else ''} verified: " + ", ".join(parts) + ".",
+        f"\n{total} fix{'es' if total != 1 else ''} verified ({unsafe} unsafe): "
+        + ", ".join(parts)
+        + ".",
         style=style,
     )
 
@@ -240,10 +247,13 @@ def _indent(text: str) -> str:
 
 
 class RichProgress:
-    """A spinner per run on a terminal; one line per finished run otherwise (CI logs)."""
+    """ "run k of N: name (steps s/S)" per run under way on a terminal; one line per
+    finished run otherwise (CI logs). Steps done are read from the file each run's
+    runner keeps up to date."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, steps: int) -> None:
         self.console = console
+        self.steps = steps
         self.live = console.is_terminal
         self.progress = Progress(
             SpinnerColumn(),
@@ -252,34 +262,65 @@ class RichProgress:
             console=console,
             transient=True,
         )
-        self.tasks: dict[int, TaskID] = {}
-        self.started_at: dict[int, float] = {}
+        self.planned = 0
+        self.count = 0
+        self.lock = threading.Lock()
+        self.under_way: dict[int, tuple[TaskID | None, str, Path | None, float]] = {}
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll, daemon=True)
 
     def __enter__(self) -> RichProgress:
         if self.live:
             self.progress.start()
+            self._poller.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stop.set()
         if self.live:
             self.progress.stop()
 
-    def started(self, spec: RunSpec) -> None:
-        self.started_at[id(spec)] = time.perf_counter()
-        if self.live:
-            self.tasks[id(spec)] = self.progress.add_task(f"run: {spec.name}", total=None)
+    def total(self, runs: int) -> None:
+        with self.lock:
+            self.planned = max(runs, self.count)
+
+    def started(self, spec: RunSpec, progress_file: Path | None = None) -> None:
+        with self.lock:
+            self.count += 1
+            self.planned = max(self.planned, self.count)
+            label = f"run {self.count} of {self.planned}: {spec.name}"
+            task = self.progress.add_task(label, total=None) if self.live else None
+            self.under_way[id(spec)] = (task, label, progress_file, time.perf_counter())
 
     def finished(self, spec: RunSpec, result: RunResult) -> None:
-        seconds = time.perf_counter() - self.started_at.pop(id(spec), time.perf_counter())
+        with self.lock:
+            task, title, _, started = self.under_way.pop(
+                id(spec), (None, spec.name, None, time.perf_counter())
+            )
+        seconds = time.perf_counter() - started
         status = "ok" if result.ok else result.status
+        done = f"{title}: {status}, {result.steps} steps, {seconds:.1f} s"
         if self.live:
-            task = self.tasks.pop(id(spec), None)
             if task is not None:
                 self.progress.remove_task(task)
-            self.progress.console.print(f"[dim]run: {spec.name}: {status} ({seconds:.1f} s)[/dim]")
+            self.progress.console.print(f"[dim]{done}[/dim]")
         else:
-            print(
-                f"accel-lint verify: {spec.name}: {status} ({seconds:.1f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(f"accel-lint verify: {done}", file=sys.stderr, flush=True)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.25):
+            with self.lock:
+                running = list(self.under_way.values())
+            for task, label, path, _ in running:
+                steps = _steps_done(path)
+                if task is not None and steps is not None:
+                    self.progress.update(task, description=f"{label} (step {steps}/{self.steps})")
+
+
+def _steps_done(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        return int(path.read_text(encoding="ascii").strip() or 0)
+    except (OSError, ValueError):
+        return None

@@ -21,7 +21,7 @@ class Net(nn.Module):
 def train(args, model, device, train_loader, optimizer, epoch):
     model.train()
     for batch_idx, (data, target) in enumerate(train_loader):
-        data, target = data.to(device), target.to(device)
+        data, target = data.to(device), target.to(device)  # ACL103 ACL103
         optimizer.zero_grad()
         loss = F.cross_entropy(model(data), target)
         loss.backward()
@@ -35,7 +35,7 @@ def test(model, device, test_loader):
     correct = 0
     with torch.no_grad():
         for data, target in test_loader:
-            data, target = data.to(device), target.to(device)
+            data, target = data.to(device), target.to(device)  # ACL103 ACL103
             correct += (model(data).argmax(dim=1) == target).sum().item()
     print(f"Test accuracy: {correct / len(test_loader.dataset):.3f}")
 
@@ -59,8 +59,8 @@ def main():
     x, y = torch.randn(512, 20), torch.randint(0, 3, (512,))
     train_set = TensorDataset(x, y)
     test_set = TensorDataset(x[:128], y[:128])
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, num_workers=2, pin_memory=True)
-    test_loader = DataLoader(test_set, batch_size=128, num_workers=2, pin_memory=True)
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, num_workers=2, pin_memory=True)  # ACL104
+    test_loader = DataLoader(test_set, batch_size=128, num_workers=2, pin_memory=True)  # ACL104
 
     model = Net().to(device)
     model = nn.DataParallel(model)  # ACL401

@@ -23,11 +23,11 @@ def main():
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
-    train_loader = torch.utils.data.DataLoader(
+    train_loader = torch.utils.data.DataLoader(  # ACL104
         TensorDataset(torch.randn(256, 3, 8, 8),
                       torch.randint(0, 10, (256,))),
         batch_size=args.batch_size, shuffle=True, num_workers=args.workers, pin_memory=True)
-    val_loader = torch.utils.data.DataLoader(
+    val_loader = torch.utils.data.DataLoader(  # ACL104
         TensorDataset(torch.randn(64, 3, 8, 8), torch.randint(0, 10, (64,))),
         batch_size=args.batch_size, shuffle=False, num_workers=args.workers, pin_memory=True)
 
@@ -60,12 +60,12 @@ def train(train_loader, model, criterion, optimizer, epoch, device):
     model.train()
     total = 0.0
     for i, (input, target) in enumerate(train_loader):
-        output = model(input.to(device))
-        loss = criterion(output, target.to(device))
+        output = model(input.to(device))  # ACL103
+        loss = criterion(output, target.to(device))  # ACL103
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()  # ACL207
-        total += loss.item()
+        total += loss.item()  # ACL308
     return total / len(train_loader)
 
 
@@ -74,7 +74,7 @@ def validate(val_loader, model, device):
     wrong = total = 0
     with torch.no_grad():
         for input, target in val_loader:
-            wrong += (model(input.to(device)).argmax(1) != target.to(device)).sum().item()
+            wrong += (model(input.to(device)).argmax(1) != target.to(device)).sum().item()  # ACL103 ACL103
             total += target.size(0)
     return 100.0 * wrong / total
 

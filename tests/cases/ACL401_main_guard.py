@@ -15,12 +15,12 @@ if __name__ == "__main__":
   device = "cuda" if torch.cuda.is_available() else "cpu"
   data = TensorDataset(torch.randn(256, 8), torch.randn(256, 1))
   # batches of 32, in order
-  loader = DataLoader(data, 32, False, num_workers=2, pin_memory=True)
+  loader = DataLoader(data, 32, False, num_workers=2, pin_memory=True)  # ACL104
   model = DataParallel(build(), device_ids=[0, 1]).to(device)  # ACL401
   opt = torch.optim.SGD(model.parameters(), lr=0.01)
   for _ in range(3):
     for x, y in loader:
-      loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+      loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))  # ACL103 ACL103
       opt.zero_grad()
       loss.backward()
       opt.step()  # ACL207

@@ -23,11 +23,11 @@ start_epoch = 0
 
 # Data
 trainset = TensorDataset(torch.randn(256, 3, 8, 8), torch.randint(0, 10, (256,)))
-trainloader = torch.utils.data.DataLoader(
+trainloader = torch.utils.data.DataLoader(  # ACL104
     trainset, batch_size=32, shuffle=True, num_workers=2, pin_memory=True)
 
 testset = TensorDataset(torch.randn(64, 3, 8, 8), torch.randint(0, 10, (64,)))
-testloader = torch.utils.data.DataLoader(
+testloader = torch.utils.data.DataLoader(  # ACL104
     testset, batch_size=16, shuffle=False, num_workers=2, pin_memory=True)
 
 # Model
@@ -45,7 +45,7 @@ def train(epoch):
     print("\nEpoch: %d" % epoch)
     net.train()
     for batch_idx, (inputs, targets) in enumerate(trainloader):
-        inputs, targets = inputs.to(device), targets.to(device)
+        inputs, targets = inputs.to(device), targets.to(device)  # ACL103 ACL103
         optimizer.zero_grad()
         loss = criterion(net(inputs), targets)
         loss.backward()
@@ -59,7 +59,7 @@ def test(epoch):
     total = 0
     with torch.no_grad():
         for inputs, targets in testloader:
-            inputs, targets = inputs.to(device), targets.to(device)
+            inputs, targets = inputs.to(device), targets.to(device)  # ACL103 ACL103
             correct += net(inputs).argmax(1).eq(targets).sum().item()
             total += targets.size(0)
 

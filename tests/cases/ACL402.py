@@ -47,7 +47,7 @@ class Inside(nn.Module):
             return self.fc(x)
 
 
-x = torch.randn(8, 32).cuda()
+x = torch.randn(8, 32).cuda()  # ACL203
 encoder = Encoder().cuda()
 encoder = nn.DataParallel(encoder)  # ACL401
 head = nn.DataParallel(Head().cuda())  # ACL401
@@ -69,7 +69,7 @@ logits = head(features.float())
 
 # flagged without a fix: resnet18's forward is not in this file
 with autocast(cache_enabled=False):
-    resnet(torch.randn(2, 3, 64, 64).cuda())  # ACL402
+    resnet(torch.randn(2, 3, 64, 64).cuda())  # ACL203 ACL402
 
 # not flagged: the default dtype, autocast disabled, the CPU (DataParallel runs no threads
 # there), forwards that autocast themselves, a call that runs later

@@ -40,7 +40,7 @@ class Aliased(nn.Module):
         return x * x
 
 
-x = torch.randn(4, 4).cuda()
+x = torch.randn(4, 4).cuda()  # ACL203
 twice = nn.DataParallel(Twice())  # ACL401
 shared = nn.DataParallel(Shared())  # ACL401
 spare = Shared()

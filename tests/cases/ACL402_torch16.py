@@ -17,7 +17,7 @@ class Net(torch.nn.Module):
 model = torch.nn.DataParallel(Net()).cuda()  # ACL401
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(10):
-    x = torch.randn(32, 16).cuda()
+    x = torch.randn(32, 16).cuda()  # ACL203
     with autocast():  # ACL314
         loss = model(x).square().mean()  # ACL402
     loss.backward()

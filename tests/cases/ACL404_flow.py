@@ -28,12 +28,12 @@ def run_epoch(loader, epoch):
 
 def main():
     sampler = DistributedSampler(dataset)  # ACL404
-    loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=2)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=2)  # ACL104
     for epoch in range(3): run_epoch(loader, epoch)
 
 
 def prepare_dataloader(data, batch_size):
-    return DataLoader(
+    return DataLoader(  # ACL104
         data,
         batch_size=batch_size,
         shuffle=False,
@@ -65,7 +65,7 @@ class Trainer:
 class OwnsItsSampler:
     def __init__(self, data):
         self.sampler = DistributedSampler(data)  # ACL404
-        self.loader = DataLoader(data, sampler=self.sampler, num_workers=2)
+        self.loader = DataLoader(data, sampler=self.sampler, num_workers=2)  # ACL104
 
     def fit(self, epochs):
         for epoch in range(epochs):
@@ -80,7 +80,7 @@ def fit(loader, epochs):
 
 def conditional():
     train_sampler = DistributedSampler(dataset) if args.distributed else None  # ACL404
-    loader = DataLoader(
+    loader = DataLoader(  # ACL104
         dataset, shuffle=(train_sampler is None), sampler=train_sampler, num_workers=2
     )
     for epoch in range(3):
@@ -93,5 +93,5 @@ if __name__ == "__main__":
     trainer = Trainer(prepare_dataloader(dataset, 8))
     trainer.train(3)
     OwnsItsSampler(dataset).fit(3)
-    fit(DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2), 3)  # ACL404
+    fit(DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2), 3)  # ACL104 ACL404
     conditional()

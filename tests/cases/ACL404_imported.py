@@ -18,14 +18,14 @@ def main(model, criterion, optimizer, dataset_train, dataset_val, dataset_extra)
     sampler_train = DistributedSampler(dataset_train, shuffle=True)  # ACL404
     # shuffled to reduce monitor bias: no fix, evaluation does not depend on the order
     sampler_val = DistributedSampler(dataset_val, shuffle=True)  # ACL404
-    data_loader_train = DataLoader(dataset_train, sampler=sampler_train, num_workers=2)
-    data_loader_val = DataLoader(dataset_val, sampler=sampler_val, num_workers=2)
+    data_loader_train = DataLoader(dataset_train, sampler=sampler_train, num_workers=2)  # ACL104
+    data_loader_val = DataLoader(dataset_val, sampler=sampler_val, num_workers=2)  # ACL104
     if args.distributed:
         # no fix: `sampler_extra` is a RandomSampler on other runs
         sampler_extra = DistributedSampler(dataset_extra)  # ACL404
     else:
         sampler_extra = RandomSampler(dataset_extra)
-    data_loader_extra = DataLoader(dataset_extra, sampler=sampler_extra, num_workers=2)
+    data_loader_extra = DataLoader(dataset_extra, sampler=sampler_extra, num_workers=2)  # ACL104
     for epoch in range(args.start_epoch, args.epochs):
         train_one_epoch(model, criterion, data_loader_train, optimizer, epoch)
         train_one_epoch(

@@ -19,9 +19,9 @@ def main(model, criterion, optimizer, dataset_train, dataset_val, dataset_probe)
         sampler_train = DistributedSampler(dataset_train, shuffle=True)
     else:
         sampler_train = RandomSampler(dataset_train)
-    data_loader_train = DataLoader(dataset_train, sampler=sampler_train, num_workers=2)
+    data_loader_train = DataLoader(dataset_train, sampler=sampler_train, num_workers=2)  # ACL104
     sampler_val = DistributedSampler(dataset_val, shuffle=False)
-    data_loader_val = DataLoader(dataset_val, sampler=sampler_val, num_workers=2)
+    data_loader_val = DataLoader(dataset_val, sampler=sampler_val, num_workers=2)  # ACL104
     sampler_probe = DistributedSampler(dataset_probe)
     probe_loader = DataLoader(dataset_probe, sampler=sampler_probe, num_workers=2)
     for epoch in range(args.epochs):
@@ -38,6 +38,6 @@ def handed_over(model, optimizer, dataset):
     # the imported function gets the sampler too: it may call set_epoch itself
     # (the shape of pytorch/examples' FSDP T5 script)
     sampler = DistributedSampler(dataset, shuffle=True)
-    loader = DataLoader(dataset, sampler=sampler, num_workers=2)
+    loader = DataLoader(dataset, sampler=sampler, num_workers=2)  # ACL104
     for epoch in range(args.epochs):
         train(model, loader, optimizer, epoch, sampler=sampler)

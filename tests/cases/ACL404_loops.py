@@ -14,7 +14,7 @@ args = parser.parse_args()
 
 def until_max_steps(model, optimizer, dataset):
     sampler = DistributedSampler(dataset)  # ACL404
-    loader = DataLoader(dataset, sampler=sampler, batch_size=8, num_workers=2)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=8, num_workers=2)  # ACL104
     step = 0
     while step < args.max_steps:
         for x, y in loader:
@@ -26,7 +26,7 @@ def until_max_steps(model, optimizer, dataset):
 
 def epoch_counter(model, dataset):
     sampler = DistributedSampler(dataset)  # ACL404
-    loader = DataLoader(dataset, sampler=sampler, batch_size=8, num_workers=2)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=8, num_workers=2)  # ACL104
     epoch = 0
     while epoch < args.epochs:
         train_one_epoch(model, loader)
@@ -35,7 +35,7 @@ def epoch_counter(model, dataset):
 
 def restarted_iterator(model, optimizer, dataset):
     sampler = DistributedSampler(dataset)  # ACL404
-    loader = DataLoader(dataset, sampler=sampler, batch_size=8, num_workers=2)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=8, num_workers=2)  # ACL104
     batches = iter(loader)
     for step in range(args.max_steps):
         try:

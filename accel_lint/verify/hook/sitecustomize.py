@@ -4,16 +4,22 @@
 starts, so every Python process of a run (the script, torchrun's ranks,
 `mp.spawn` children, their workers) imports this module at start-up. It does
 nothing unless the `ACCEL_LINT_VERIFY` variable is set; then it loads the runner
-that sits beside this directory. Any `sitecustomize` the environment already
-had (Debian's Python ships one) is run first, as it would have been without us.
+package that sits beside this directory. Any `sitecustomize` the environment
+already had (Debian's Python ships one) is run first, as it would have been
+without us.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import types
+
+VERIFY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = "_accel_lint_verify"
 
 
 def _chain_previous() -> None:
@@ -27,17 +33,20 @@ def _chain_previous() -> None:
     spec.loader.exec_module(module)
 
 
+def load(name: str) -> types.ModuleType:
+    """Import `name` (`runner`, `protocol`) from the verify directory without
+    importing accel_lint (the script's interpreter may not have it): the directory
+    becomes a package of its own whose `__init__` is not run."""
+    if PACKAGE not in sys.modules:
+        package = types.ModuleType(PACKAGE)
+        package.__path__ = [VERIFY_DIR]
+        sys.modules[PACKAGE] = package
+    return importlib.import_module(f"{PACKAGE}.{name}")
+
+
 def _activate() -> None:
-    if not os.environ.get("ACCEL_LINT_VERIFY"):
-        return
-    runner = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runner.py")
-    spec = importlib.util.spec_from_file_location("_accel_lint_verify_runner", runner)
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    module.activate()
+    if os.environ.get("ACCEL_LINT_VERIFY"):
+        load("runner").activate()
 
 
 _chain_previous()

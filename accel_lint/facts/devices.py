@@ -1,0 +1,235 @@
+"""Which device an expression names, as far as the file says: an accelerator (CUDA,
+XPU, MPS), the CPU, or unknown. Built once per file (`Devices.of(facts)`).
+
+A device chosen by a test (`"cuda" if torch.cuda.is_available() else "cpu"`, or
+`device = "cpu"` then `if use_cuda: device = "cuda"`) is an accelerator: the code
+runs there whenever one is present, and the CPU branch is the fallback. Names are
+followed through their assignments, `self.<attr>` and `args.<attr>` through every
+assignment in the file (and the argparse default), parameters through the file's
+calls of their function, and the file's own functions through their returns. A
+path the file does not show (a parameter nobody in the file passes, a value from
+another module) makes the answer unknown, except that a tensor's or module's own
+`.device`, and a parameter named for a device (`device`, `target_device`) of a
+function the file never calls, follow "the file's device": an accelerator when the
+file moves data to one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from enum import Enum
+
+import libcst as cst
+
+from accel_lint.facts.calls import CallGraph
+from accel_lint.facts.file import FileFacts
+from accel_lint.facts.literals import string_value
+from accel_lint.facts.syntax import argument_for, returns
+from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
+from accel_lint.torch_api import ACCELERATOR_DEVICES, ACCELERATOR_TYPES, TORCH_DEVICE
+
+_MAX_DEPTH = 6
+# `device`, `dev`, `target_device`, `device_id`: a parameter that holds a device.
+_DEVICE_NAME = re.compile(r"^(?:.*_)?(?:device|dev)(?:_.*)?$")
+
+
+class DeviceKind(Enum):
+    ACCELERATOR = "accelerator"
+    CPU = "cpu"
+    UNKNOWN = "unknown"
+
+
+def combine(kinds: Iterable[DeviceKind]) -> DeviceKind:
+    """An accelerator when every path names one or falls back to the CPU and one path
+    names an accelerator; the CPU when every path does; unknown otherwise."""
+    found = set(kinds)
+    if not found or DeviceKind.UNKNOWN in found:
+        return DeviceKind.UNKNOWN
+    return DeviceKind.ACCELERATOR if DeviceKind.ACCELERATOR in found else DeviceKind.CPU
+
+
+def device_type(text: str) -> DeviceKind:
+    """`"cuda:1"` -> accelerator, `"cpu"` -> CPU; other types (meta, lazy) unknown."""
+    kind = text.split(":", 1)[0].strip()
+    if kind in ACCELERATOR_TYPES:
+        return DeviceKind.ACCELERATOR
+    return DeviceKind.CPU if kind == "cpu" else DeviceKind.UNKNOWN
+
+
+class Devices:
+    @classmethod
+    def of(cls, facts: FileFacts) -> Devices:
+        return facts.shared(cls)
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.calls = CallGraph.of(facts)
+        self._memo: dict[tuple[int, bool], DeviceKind] = {}
+        self._active: set[int] = set()
+        self._strict = False
+
+    @property
+    def file_device(self) -> DeviceKind:
+        """The device a tensor of this file lives on when nothing else says."""
+        if self._strict or not self.facts.touches_cuda:
+            return DeviceKind.UNKNOWN
+        return DeviceKind.ACCELERATOR
+
+    def kind(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> DeviceKind:
+        """What `expr` names; "the file's device" stands in for a tensor's `.device`
+        and for a parameter nobody in the file passes."""
+        key = (id(expr), self._strict)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        if id(expr) in self._active or depth > _MAX_DEPTH:
+            return DeviceKind.UNKNOWN
+        self._active.add(id(expr))
+        try:
+            found = self._kind(expr, scope, depth)
+        finally:
+            self._active.discard(id(expr))
+        self._memo[key] = found
+        return found
+
+    def certain_kind(self, expr: cst.BaseExpression, scope: Scope) -> DeviceKind:
+        """Like `kind`, but only from what the file writes: never "the file's device"
+        (so never None, which some APIs read as "the current device")."""
+        self._strict = True
+        try:
+            return self.kind(expr, scope)
+        finally:
+            self._strict = False
+
+    def _kind(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> DeviceKind:
+        if isinstance(expr, cst.SimpleString):
+            text = string_value(expr)
+            return device_type(text) if text is not None else DeviceKind.UNKNOWN
+        if isinstance(expr, cst.FormattedString):
+            first = expr.parts[0] if expr.parts else None
+            if isinstance(first, cst.FormattedStringText) and ":" in first.value:
+                return device_type(first.value)
+            return DeviceKind.UNKNOWN
+        if isinstance(expr, cst.Integer):
+            return DeviceKind.ACCELERATOR  # an index: torch reads it as an accelerator's
+        if isinstance(expr, cst.IfExp):
+            return combine(
+                (self.kind(expr.body, scope, depth + 1), self.kind(expr.orelse, scope, depth + 1))
+            )
+        if isinstance(expr, cst.Call):
+            return self._call(expr, scope, depth)
+        if isinstance(expr, cst.Name):
+            return self._name(expr, scope, depth)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute(expr, scope, depth)
+        return DeviceKind.UNKNOWN
+
+    def _call(self, call: cst.Call, scope: Scope, depth: int) -> DeviceKind:
+        if resolves_to(call.func, scope, TORCH_DEVICE):
+            first = next(
+                (a.value for a in call.args if a.keyword is None or a.keyword.value == "type"),
+                None,
+            )
+            return self.kind(first, scope, depth + 1) if first is not None else DeviceKind.UNKNOWN
+        if resolves_to(call.func, scope, ACCELERATOR_DEVICES):
+            return DeviceKind.ACCELERATOR
+        callee = self.calls.local_callee(call, scope)
+        if callee is None or callee[1]:  # a method or a class: not followed
+            return DeviceKind.UNKNOWN
+        func = callee[0]
+        inner = self.facts.scope_of.get(func)
+        values = list(returns(func))
+        if inner is None or not values or any(v is None for v in values):
+            return DeviceKind.UNKNOWN
+        return combine(self.kind(v, inner, depth + 1) for v in values if v is not None)
+
+    def _name(self, name: cst.Name, scope: Scope, depth: int) -> DeviceKind:
+        bindings = scope.lookup(name.value)
+        if not bindings:
+            return DeviceKind.UNKNOWN
+        kinds: list[DeviceKind] = []
+        for binding in bindings:
+            node = binding.node
+            owner = binding.scope or scope
+            if binding.kind is BindingKind.IMPORT:
+                return DeviceKind.UNKNOWN
+            if isinstance(node, cst.Param):
+                kinds.append(self._parameter(node, owner, depth))
+            elif binding.value is not None and isinstance(node, (cst.Assign, cst.AnnAssign)):
+                kinds.append(self.kind(binding.value, owner, depth + 1))
+            else:
+                return DeviceKind.UNKNOWN
+        return combine(kinds)
+
+    def _parameter(self, param: cst.Param, scope: Scope, depth: int) -> DeviceKind:
+        func = scope.node
+        if not isinstance(func, cst.FunctionDef):
+            return DeviceKind.UNKNOWN
+        params = func.params
+        positional = [*params.posonly_params, *params.params]
+        index = positional.index(param) if param in positional else None
+        invocations = self.calls.invocations(func)
+        if not invocations:
+            # nobody in the file passes it: a parameter named for a device gets the
+            # file's device; anything else (a dtype, a tensor) stays unknown
+            named = _DEVICE_NAME.match(param.name.value) is not None
+            return self.file_device if named else DeviceKind.UNKNOWN
+        kinds: list[DeviceKind] = []
+        for site, offset in invocations:
+            value = argument_for(site.node, param.name.value, index, offset)
+            if value is None:
+                if param.default is None:
+                    return DeviceKind.UNKNOWN
+                kinds.append(self.kind(param.default, scope.parent or scope, depth + 1))
+            else:
+                kinds.append(self.kind(value, site.scope, depth + 1))
+        return combine(kinds)
+
+    def _attribute(self, attr: cst.Attribute, scope: Scope, depth: int) -> DeviceKind:
+        name = attr.attr.value
+        receiver = attr.value
+        option = self.facts.argparse_option_for(attr)
+        if option is not None:
+            kinds = [self._assigned(name, _receiver_name(receiver), None, depth)]
+            if option.default is None:
+                return DeviceKind.UNKNOWN
+            kinds.append(self.kind(option.default, self.facts.module_scope, depth + 1))
+            return combine(k for k in kinds if k is not None)
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            found = self._assigned(name, "self", _class_of(scope), depth)
+            if found is not None:
+                return found
+        if name == "device":
+            names = qualified_names(receiver, scope)
+            if not names or LOCAL in names:  # a tensor's or module's own device
+                return self.file_device
+        return DeviceKind.UNKNOWN
+
+    def _assigned(
+        self, attr: str, receiver: str | None, cls: cst.ClassDef | None, depth: int
+    ) -> DeviceKind | None:
+        """Every `<receiver>.<attr> = value` of the file (of class `cls` for self)."""
+        if receiver is None:
+            return DeviceKind.UNKNOWN
+        values = [
+            a
+            for a in self.facts.attribute_assignments.get(attr, ())
+            if a.receiver == receiver and (cls is None or a.class_def is cls)
+        ]
+        if not values:
+            return None
+        return combine(self.kind(a.value, a.scope, depth + 1) for a in values)
+
+
+def _receiver_name(expr: cst.BaseExpression) -> str | None:
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _class_of(scope: Scope) -> cst.ClassDef | None:
+    current: Scope | None = scope
+    while current is not None:
+        if current.kind == "class" and isinstance(current.node, cst.ClassDef):
+            return current.node
+        current = current.parent
+    return None

@@ -1,0 +1,494 @@
+"""`accel-lint server`: the Language Server Protocol over stdio (pygls).
+
+Diagnostics on open, change and save with the settings `check` would use for
+the file (the same discovery from the file's folder); a code action per fix
+(safe ones as preferred quick fixes, unsafe ones marked), "fix all" as a
+`source.fixAll` action, "suppress with noqa"; hover with the rule's summary and
+page; notebooks through the notebook document sync, linted as one program
+across their code cells. The engine runs in this process: nothing is started
+per keystroke, and a file that does not parse gets its ACL000 while the server
+goes on serving.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from accel_lint import __version__
+from accel_lint.config import ConfigError, Settings, load_settings
+from accel_lint.diagnostic import Diagnostic, Edit, FixView
+from accel_lint.engine import analyze, fix_edits, rules_for, text_edits
+from accel_lint.lint import fix_bytes, lint_bytes
+from accel_lint.pages import page_url
+from accel_lint.rules import BY_CODE
+from accel_lint.source import decode
+
+SOURCE = "accel-lint"
+FIX_ALL = types.CodeActionKind.SourceFixAll + ".accel-lint"
+# A line IPython runs rather than Python parses: a magic, a shell escape, help.
+_MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
+_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
+
+
+@dataclass
+class Linted:
+    """The last diagnostics of one document, with the fixes code actions offer."""
+
+    version: int | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CellLines:
+    """Where a notebook cell's lines sit in the program its code cells make."""
+
+    uri: str
+    first: int  # 1-based row of the cell's first line in the program
+    count: int
+
+
+class AccelLintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "accel-lint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    types.NotebookDocumentFilterWithCells(
+                        notebook="jupyter-notebook",
+                        cells=[types.NotebookCellLanguage(language="python")],
+                    )
+                ],
+                save=True,
+            ),
+        )
+        self.linted: dict[str, Linted] = {}  # by text document (or cell) URI
+        self._settings: dict[Path, Settings] = {}
+
+    # -- settings: what `check` would use for a file in that folder -------------
+    def settings_for(self, path: Path) -> Settings:
+        folder = path.parent
+        cached = self._settings.get(folder)
+        if cached is None:
+            cached = load_settings(search_from=folder)
+            self._settings[folder] = cached
+        return cached
+
+    def forget_settings(self) -> None:
+        self._settings.clear()
+
+    # -- linting --------------------------------------------------------------
+    def lint_text(self, uri: str, text: str) -> list[Diagnostic] | None:
+        """Diagnostics of `text` as the file at `uri`; None when the file is excluded
+        or the settings cannot be read (said to the user once, as a message)."""
+        path = uri_path(uri)
+        try:
+            settings = self.settings_for(path)
+        except ConfigError as exc:
+            self.window_show_message(
+                types.ShowMessageParams(types.MessageType.Error, f"accel-lint: {exc}")
+            )
+            return None
+        if settings.is_excluded(path):
+            return []
+        # Edits are computed when a code action asks for them: each costs a transform
+        # of the whole tree, too much to pay for every finding on every keystroke.
+        report = lint_bytes(str(path), text.encode("utf-8"), settings)
+        if report.internal_error is not None:
+            self.window_log_message(
+                types.LogMessageParams(
+                    types.MessageType.Error, f"accel-lint internal error:\n{report.internal_error}"
+                )
+            )
+        return report.diagnostics
+
+    def publish_document(self, document: TextDocument) -> None:
+        found = self.lint_text(document.uri, document.source)
+        if found is None:
+            return
+        self.linted[document.uri] = Linted(document.version, found)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=document.uri,
+                version=document.version,
+                diagnostics=[lsp_diagnostic(document, d) for d in found],
+            )
+        )
+
+    def publish_notebook(self, notebook: types.NotebookDocument) -> None:
+        program, cells = self.notebook_program(notebook)
+        found = self.lint_text(notebook.uri, program)
+        if found is None:
+            return
+        by_cell: dict[str, list[Diagnostic]] = {cell.uri: [] for cell in cells}
+        for diagnostic in found:
+            placed = in_cell(diagnostic, cells)
+            if placed is not None:
+                by_cell[placed[0]].append(placed[1])
+        for uri, diagnostics in by_cell.items():
+            document = self.workspace.get_text_document(uri)
+            self.linted[uri] = Linted(document.version, diagnostics)
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(
+                    uri=uri, diagnostics=[lsp_diagnostic(document, d) for d in diagnostics]
+                )
+            )
+
+    def notebook_program(self, notebook: types.NotebookDocument) -> tuple[str, list[CellLines]]:
+        """The code cells joined as one program, IPython's own lines masked so that
+        the rest parses; a cell magic (`%%bash`) hides its whole cell."""
+        parts: list[str] = []
+        cells: list[CellLines] = []
+        row = 1
+        for cell in notebook.cells:
+            if cell.kind != types.NotebookCellKind.Code:
+                continue
+            text = self.workspace.get_text_document(cell.document).source
+            lines = text.splitlines() or [""]
+            if lines[0].lstrip().startswith("%%"):
+                masked = ["" for _ in lines]
+            else:
+                masked = [mask_magic(line) for line in lines]
+            cells.append(CellLines(cell.document, row, len(masked)))
+            parts.append("\n".join(masked) + "\n")
+            row += len(masked)
+        return "".join(parts), cells
+
+    def with_fixes(self, uri: str, wanted: list[Diagnostic]) -> list[Diagnostic]:
+        """`wanted` with their fix edits, from a fresh analysis of the document (or,
+        for a notebook cell, of its notebook's program)."""
+        if not any(d.has_fix for d in wanted):
+            return wanted
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None:
+            program, cells = self.notebook_program(notebook)
+            shift = next((c.first - 1 for c in cells if c.uri == uri), 0)
+            fixed = fixes_for(
+                uri_path(notebook.uri),
+                program,
+                self.settings_for(uri_path(notebook.uri)),
+                [replace(d, row=d.row + shift, end_row=d.end_row + shift) for d in wanted],
+            )
+            placed = [in_cell(d, cells) for d in fixed]
+            return [p[1] for p in placed if p is not None and p[0] == uri]
+        document = self.workspace.get_text_document(uri)
+        path = uri_path(uri)
+        return fixes_for(path, document.source, self.settings_for(path), wanted)
+
+    def diagnostics_at(self, uri: str, rng: types.Range) -> list[Diagnostic]:
+        document = self.workspace.get_text_document(uri)
+        linted = self.linted.get(uri)
+        if linted is None:
+            return []
+        return [d for d in linted.diagnostics if overlaps(lsp_range(document, d), rng)]
+
+
+def fixes_for(
+    path: Path, text: str, settings: Settings, wanted: list[Diagnostic]
+) -> list[Diagnostic]:
+    """`wanted` (diagnostics of `text`) with the edits of their fixes; one analysis,
+    and one tree transform per wanted fix only."""
+    data = text.encode("utf-8")
+    analysis = analyze(str(path), decode(data), settings, rules_for(settings.codes_for(path), data))
+    by_place = {(d.code, d.row, d.column): d for d in wanted}
+    out = []
+    for finding in analysis.findings:
+        start = analysis.range_of(finding.node).start
+        diagnostic = by_place.pop((finding.code, start.line, start.column + 1), None)
+        if diagnostic is None or finding.fix is None or finding.fix.safety is None:
+            continue
+        view = FixView(
+            finding.fix.safety.value, finding.fix.message, tuple(fix_edits(analysis, finding.fix))
+        )
+        out.append(replace(diagnostic, fix=view))
+    return out + list(by_place.values())
+
+
+def mask_magic(line: str) -> str:
+    if not _MAGIC.match(line):
+        return line
+    indent = line[: len(line) - len(line.lstrip())]
+    return f"{indent}pass"
+
+
+def moved(edits: Iterable[Edit], shift: int) -> tuple[Edit, ...]:
+    return tuple(
+        Edit(e.content, e.row - shift, e.column, e.end_row - shift, e.end_column) for e in edits
+    )
+
+
+def in_cell(diagnostic: Diagnostic, cells: Sequence[CellLines]) -> tuple[str, Diagnostic] | None:
+    """The cell a program diagnostic falls in, with rows relative to that cell;
+    None when it falls between cells (cannot happen for a finding of the code)."""
+    for cell in cells:
+        if cell.first <= diagnostic.row < cell.first + cell.count:
+            shift = cell.first - 1
+
+            fix = diagnostic.fix
+            if fix is not None:
+                rows = [(e.row, e.end_row) for e in fix.edits]
+                if all(cell.first <= a and b < cell.first + cell.count for a, b in rows):
+                    fix = replace(fix, edits=moved(fix.edits, shift))
+                else:
+                    fix = None  # a fix reaching into another cell is left to `fix`
+            end_row = min(diagnostic.end_row, cell.first + cell.count - 1)
+            return cell.uri, replace(
+                diagnostic,
+                row=diagnostic.row - shift,
+                end_row=end_row - shift,
+                fix=fix,
+                has_fix=fix is not None,
+            )
+    return None
+
+
+def uri_path(uri: str) -> Path:
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if parsed.scheme == "vscode-notebook-cell":
+        return Path(unquote(parsed.path))
+    # an unsaved buffer: settings from the working directory, named like the URI
+    return Path.cwd() / (Path(unquote(parsed.path)).name or "untitled.py")
+
+
+def lsp_range(document: TextDocument, diagnostic: Diagnostic | Edit) -> types.Range:
+    rng = types.Range(
+        start=types.Position(line=diagnostic.row - 1, character=diagnostic.column - 1),
+        end=types.Position(line=diagnostic.end_row - 1, character=diagnostic.end_column - 1),
+    )
+    # our columns count code points; the client may count UTF-16 units
+    return document.position_codec.range_to_client_units(document.lines, rng)
+
+
+def lsp_diagnostic(document: TextDocument, diagnostic: Diagnostic) -> types.Diagnostic:
+    rule = BY_CODE.get(diagnostic.code)
+    return types.Diagnostic(
+        range=lsp_range(document, diagnostic),
+        message=diagnostic.full_message,
+        severity=(
+            types.DiagnosticSeverity.Error
+            if rule is None  # ACL000: the file does not parse
+            else types.DiagnosticSeverity.Warning
+        ),
+        code=diagnostic.code,
+        code_description=(
+            types.CodeDescription(href=page_url(diagnostic.code)) if rule is not None else None
+        ),
+        source=SOURCE,
+    )
+
+
+def overlaps(a: types.Range, b: types.Range) -> bool:
+    def key(p: types.Position) -> tuple[int, int]:
+        return (p.line, p.character)
+
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+
+def noqa_edit(document: TextDocument, code: str, row: int) -> types.TextEdit:
+    """`# noqa: CODE` at the end of the reported line, or CODE added to its noqa."""
+    line = document.lines[row - 1].rstrip("\r\n") if row - 1 < len(document.lines) else ""
+    match = _NOQA.search(line)
+    if match is not None and match.group("codes"):
+        at = match.end("codes")
+        return types.TextEdit(
+            range=types.Range(
+                start=types.Position(line=row - 1, character=at),
+                end=types.Position(line=row - 1, character=at),
+            ),
+            new_text=f", {code}",
+        )
+    end = types.Position(line=row - 1, character=len(line))
+    return types.TextEdit(range=types.Range(start=end, end=end), new_text=f"  # noqa: {code}")
+
+
+def client_edits(document: TextDocument, edits: Iterable[Edit]) -> list[types.TextEdit]:
+    return [types.TextEdit(range=lsp_range(document, e), new_text=e.content) for e in edits]
+
+
+def code_actions(server: AccelLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    document = server.workspace.get_text_document(uri)
+    only = params.context.only
+    actions: list[types.CodeAction] = []
+    wanted = {d.code for d in params.context.diagnostics if d.source == SOURCE}
+    if only is None or any(kind.startswith(types.CodeActionKind.QuickFix) for kind in only):
+        here = [
+            d for d in server.diagnostics_at(uri, params.range) if not wanted or d.code in wanted
+        ]
+        for diagnostic in server.with_fixes(uri, here):
+            shown = lsp_diagnostic(document, diagnostic)
+            fix = diagnostic.fix
+            if fix is not None:
+                unsafe = fix.applicability != "safe"
+                actions.append(
+                    types.CodeAction(
+                        title=f"{diagnostic.code}: {fix.message}" + (" (unsafe)" if unsafe else ""),
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[shown],
+                        is_preferred=not unsafe,
+                        edit=types.WorkspaceEdit(changes={uri: client_edits(document, fix.edits)}),
+                    )
+                )
+            if diagnostic.code in BY_CODE:
+                actions.append(
+                    types.CodeAction(
+                        title=f"{diagnostic.code}: suppress with `# noqa: {diagnostic.code}`",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[shown],
+                        edit=types.WorkspaceEdit(
+                            changes={uri: [noqa_edit(document, diagnostic.code, diagnostic.row)]}
+                        ),
+                    )
+                )
+    if only is None or any(FIX_ALL.startswith(kind) or kind.startswith(FIX_ALL) for kind in only):
+        fix_all = fix_all_action(server, document)
+        if fix_all is not None:
+            actions.append(fix_all)
+    return actions
+
+
+def fix_all_action(server: AccelLintServer, document: TextDocument) -> types.CodeAction | None:
+    """Every fix the settings allow (safe ones, unsafe ones too with unsafe-fixes),
+    applied as `fix` would, to a document of plain Python (not a notebook cell)."""
+    if server.workspace.get_notebook_document(cell_uri=document.uri) is not None:
+        return None
+    path = uri_path(document.uri)
+    try:
+        settings = server.settings_for(path)
+    except ConfigError:
+        return None
+    report = fix_bytes(str(path), document.source.encode("utf-8"), settings)
+    if report.fixed is None:
+        return None
+    new_text = report.fixed.decode("utf-8")
+    edits = text_edits(document.source, new_text)
+    return types.CodeAction(
+        title=f"accel-lint: fix all ({report.applied} fix{'es' if report.applied != 1 else ''})",
+        kind=FIX_ALL,
+        edit=types.WorkspaceEdit(changes={document.uri: client_edits(document, edits)}),
+    )
+
+
+def hover(server: AccelLintServer, params: types.HoverParams) -> types.Hover | None:
+    position = types.Range(start=params.position, end=params.position)
+    found = server.diagnostics_at(params.text_document.uri, position)
+    parts = []
+    for diagnostic in found:
+        rule = BY_CODE.get(diagnostic.code)
+        if rule is None:
+            continue
+        rule_class = rule.rule
+        parts.append(
+            f"**{rule_class.code}** `{rule_class.name}`: {rule_class.summary}\n\n"
+            f"Fix: {rule_class.fix_safety.value}. "
+            f"[{rule_class.code} explained]({page_url(rule_class.code)})"
+        )
+    if not parts:
+        return None
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)
+        )
+    )
+
+
+def build() -> AccelLintServer:
+    server = AccelLintServer()
+
+    def log_failure(action: str) -> None:
+        server.window_log_message(
+            types.LogMessageParams(
+                types.MessageType.Error, f"accel-lint: {action} failed:\n{traceback.format_exc()}"
+            )
+        )
+
+    def guarded(action: str, run: Callable[[], None]) -> None:
+        try:
+            run()
+        except Exception:  # a bug of ours must not end the editor's session
+            log_failure(action)
+
+    def publish(uri: str) -> None:
+        if server.workspace.get_notebook_document(cell_uri=uri) is not None:
+            return  # cells are linted with their notebook
+        guarded("lint", lambda: server.publish_document(server.workspace.get_text_document(uri)))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: AccelLintServer, params: types.DidOpenTextDocumentParams) -> None:
+        publish(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: AccelLintServer, params: types.DidChangeTextDocumentParams) -> None:
+        publish(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: AccelLintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.forget_settings()  # a saved pyproject.toml changes what applies
+        publish(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: AccelLintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.linted.pop(params.text_document.uri, None)
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+        )
+
+    def publish_notebook(uri: str) -> None:
+        notebook = server.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is not None:
+            guarded("lint", lambda: server.publish_notebook(notebook))
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_open(ls: AccelLintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        publish_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(ls: AccelLintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        publish_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_save(ls: AccelLintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.forget_settings()
+        publish_notebook(params.notebook_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL],
+            resolve_provider=False,
+        ),
+    )
+    def code_action(
+        ls: AccelLintServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction] | None:
+        try:
+            return code_actions(ls, params)
+        except Exception:
+            log_failure("code actions")
+            return None
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: AccelLintServer, params: types.HoverParams) -> types.Hover | None:
+        try:
+            return hover(ls, params)
+        except Exception:
+            log_failure("hover")
+            return None
+
+    return server
+
+
+def serve() -> None:
+    build().start_io()

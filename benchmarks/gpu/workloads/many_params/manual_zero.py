@@ -1,0 +1,41 @@
+"""Training a model of many small tensors with an optimizer told not to batch them.
+
+What accel-lint finds here: gradients are zeroed by a Python loop over the
+parameters, one kernel per tensor (ACL301), and the optimizer's foreach
+(multi-tensor) update is turned off (ACL316).
+"""
+
+import argparse
+
+import torch
+from model import SIZES, make_model
+
+
+def main():
+    parser = argparse.ArgumentParser(description="many parameter tensors, per-tensor work")
+    parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--no-cuda", action="store_true", help="train on the CPU")
+    args = parser.parse_args()
+    size = SIZES[args.size]
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+
+    torch.manual_seed(0)
+    model = make_model(size["depth"], size["width"]).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
+    for step in range(args.steps):
+        x = torch.randn(size["batch"], size["width"], device=device)
+        target = x.sum(dim=1, keepdim=True)
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad.zero_()
+        loss = torch.nn.functional.mse_loss(model(x), target)
+        loss.backward()
+        optimizer.step()
+        if step % 50 == 0:
+            print(f"step {step}: loss {loss.item():.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""benchmarks/gpu: every workload shows the findings it is built to judge, and the
+dry mode (`--device cpu`) runs the whole benchmark through the real verifier."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.support import ROOT, cli
+
+BENCHMARK = ROOT / "benchmarks" / "gpu" / "run.py"
+
+
+def _driver() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_benchmark", BENCHMARK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_workload_has_the_findings_it_is_built_to_judge() -> None:
+    driver = _driver()
+    workloads = driver.WORKLOADS
+    codes = sorted({code for workload in workloads for code in workload.codes})
+    ran = cli(
+        "check",
+        *(str(workload.path) for workload in workloads),
+        "--isolated",
+        "--no-cache",
+        "--select",
+        ",".join(codes),
+        "--output-format",
+        "json",
+        cwd=ROOT,
+    )
+    assert ran.returncode == 1, ran.stderr
+    found: dict[str, set[str]] = {}
+    for finding in json.loads(ran.stdout):
+        found.setdefault(Path(finding["filename"]).as_posix(), set()).add(finding["code"])
+    for workload in workloads:
+        script = workload.path.as_posix()
+        assert found.get(script) == set(workload.codes), (workload.name, found.get(script))
+    # the guides' groups are all covered, each fix by one workload
+    assert codes == sorted(
+        ["ACL101", "ACL102", "ACL103", "ACL104", "ACL201", "ACL202", "ACL203"]
+        + ["ACL301", "ACL302", "ACL309", "ACL311", "ACL312", "ACL316"]
+    )
+
+
+def test_an_unknown_workload_or_a_missing_gpu_is_a_clear_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--only", "nope", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout.startswith("unknown workload: nope (known: cnn, images-sync")
+
+
+def test_summary_rows_carry_verdict_speed_and_memory() -> None:
+    driver = _driver()
+    report = {
+        "fixes": [
+            {
+                "code": "ACL203",
+                "row": 86,
+                "class": "exact",
+                "verdict": "holds",
+                "reason": "bitwise equal",
+                "speed": {
+                    "label": "faster",
+                    "ratio": 1.31,
+                    "interval": [1.2, 1.4],
+                    "steps_per_s": {"median": 50.0, "min": 48.0, "max": 52.0},
+                    "peak_memory_bytes": 3 * 2**20,
+                    "peak_device_memory_bytes": 512 * 2**20,
+                },
+            }
+        ]
+    }
+    rows = driver.fix_rows(report)
+    assert rows == [
+        {
+            "code": "ACL203",
+            "row": 86,
+            "class": "exact",
+            "verdict": "holds",
+            "reason": "bitwise equal",
+            "speed_label": "faster",
+            "ratio": 1.31,
+            "interval": [1.2, 1.4],
+            "steps_per_s": 50.0,
+            "peak_memory_bytes": 3 * 2**20,
+            "peak_device_memory_bytes": 512 * 2**20,
+        }
+    ]
+    summary = {
+        "machine": {"gpu": "NVIDIA H100", "torch": "2.11.0", "cuda": "12.8", "python": "3.12"},
+        "steps": 40,
+        "repeat": 5,
+        "workloads": [{"name": "cnn", "codes": ["ACL203"], "fixes": rows}],
+    }
+    summary["machine"]["cpus"] = 16
+    table = driver.summary_markdown(summary)
+    assert "# accel-lint verify on NVIDIA H100" in table
+    assert "| cnn | ACL203 | 86 | holds | 1.31x [1.20, 1.40] (faster) | 3 MiB | 512 MiB |" in table
+
+
+@pytest.mark.slow
+def test_dry_mode_verifies_every_workload_on_the_cpu(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "reports"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--device", "cpu", "--out", str(out), "--steps", "4"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["machine"]["device"] == "cpu" and summary["machine"]["cuda_available"] is False
+    judged = {
+        workload["name"]: sorted({row["code"] for row in workload["fixes"]})
+        for workload in summary["workloads"]
+    }
+    driver = _driver()
+    assert judged == {w.name: sorted(w.codes) for w in driver.WORKLOADS}
+    for workload in summary["workloads"]:
+        assert workload["exit_code"] in (0, 1), workload  # 2: a run failed
+        html = (out / workload["html"]).read_text(encoding="utf-8")
+        assert html.startswith("<!DOCTYPE html>") and "<script" not in html
+        for row in workload["fixes"]:
+            assert row["verdict"] in ("holds", "fails", "not-verifiable"), row
+    table = (out / "summary.md").read_text(encoding="utf-8")
+    assert table.startswith("# accel-lint verify on CPU (dry mode)")

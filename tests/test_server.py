@@ -1,0 +1,303 @@
+"""`accel-lint server` driven over stdio by an LSP client (pytest-lsp's), as an
+editor drives it: diagnostics, code actions applied to the text, hover, a
+syntax error and back, a notebook."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pygls")
+pytest_lsp = pytest.importorskip("pytest_lsp")
+
+from lsprotocol import types  # noqa: E402
+
+from tests.support import cli  # noqa: E402
+
+TRAIN = textwrap.dedent(
+    """\
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+
+    class Shards(Dataset):
+        def __init__(self, paths):
+            self.paths = paths
+
+        def __len__(self):
+            return len(self.paths)
+
+        def __getitem__(self, index):
+            return torch.load(self.paths[index])
+
+
+    def main(paths):
+        model = torch.nn.Linear(8, 1).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = DataLoader(Shards(paths), batch_size=32, shuffle=True)
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main(["a.pt", "b.pt"])
+    """
+)
+LOADER_ROW = 18  # 0-based line of the DataLoader call
+
+
+Client = Any  # pytest_lsp.LanguageClient
+
+
+@asynccontextmanager
+async def session(root: Path) -> AsyncIterator[Client]:
+    client = pytest_lsp.make_test_lsp_client()
+    await client.start_io(sys.executable, "-m", "accel_lint", "server", cwd=str(root))
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
+            root_uri=root.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="project")],
+        )
+    )
+    try:
+        yield client
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(asyncio.wait_for(test(), timeout=40))
+
+
+async def opened(client: Client, path: Path, text: str, version: int = 1) -> list[types.Diagnostic]:
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=version, text=text
+            )
+        )
+    )
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return list(client.diagnostics[uri])
+
+
+async def changed(client: Client, path: Path, text: str, version: int) -> list[types.Diagnostic]:
+    uri = path.as_uri()
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return list(client.diagnostics[uri])
+
+
+def applied(text: str, edits: list[types.TextEdit]) -> str:
+    """The text after an editor applies `edits` (UTF-16 columns; ASCII here)."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(position: types.Position) -> int:
+        return starts[position.line] + position.character
+
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+        lines = text.splitlines(keepends=True)
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+    return text
+
+
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.accel-lint]\n", encoding="utf-8")
+    return tmp_path / "train.py"
+
+
+def summary(diagnostics: list[types.Diagnostic]) -> list[tuple[str, int, int, int, int]]:
+    return [
+        (
+            str(d.code),
+            d.range.start.line,
+            d.range.start.character,
+            d.range.end.line,
+            d.range.end.character,
+        )
+        for d in sorted(diagnostics, key=lambda d: (d.range.start.line, str(d.code)))
+    ]
+
+
+def test_diagnostics_code_actions_hover_and_a_syntax_error_and_back(tmp_path: Path) -> None:
+    path = project(tmp_path)
+    path.write_text(TRAIN, encoding="utf-8")
+
+    async def scenario() -> None:
+        async with session(tmp_path) as client:
+            found = await opened(client, path, TRAIN)
+            assert summary(found) == [
+                ("ACL101", LOADER_ROW, 13, LOADER_ROW, 67),
+                ("ACL102", LOADER_ROW, 13, LOADER_ROW, 67),
+            ]
+            by_code = {str(d.code): d for d in found}
+            assert by_code["ACL102"].source == "accel-lint"
+            assert by_code["ACL102"].severity == types.DiagnosticSeverity.Warning
+            assert by_code["ACL102"].code_description is not None
+            assert by_code["ACL102"].code_description.href.endswith("/rules/ACL102.md")
+
+            actions = await client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+                    range=by_code["ACL102"].range,
+                    context=types.CodeActionContext(diagnostics=[by_code["ACL102"]]),
+                )
+            )
+            titles = [a.title for a in actions]
+            assert titles[:2] == [
+                "ACL102: Add `pin_memory=True`",
+                "ACL102: suppress with `# noqa: ACL102`",
+            ]
+            quick = actions[0]
+            assert quick.kind == types.CodeActionKind.QuickFix and quick.is_preferred
+            pinned = applied(TRAIN, quick.edit.changes[path.as_uri()])
+            assert pinned == TRAIN.replace("shuffle=True)", "shuffle=True, pin_memory=True)")
+            noqa = applied(TRAIN, actions[1].edit.changes[path.as_uri()])
+            assert noqa.splitlines()[LOADER_ROW].endswith("shuffle=True)  # noqa: ACL102")
+
+            # the unsafe fix is offered, marked, and never preferred
+            actions = await client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+                    range=by_code["ACL101"].range,
+                    context=types.CodeActionContext(diagnostics=[by_code["ACL101"]]),
+                )
+            )
+            unsafe = actions[0]
+            assert unsafe.title.startswith("ACL101: ") and unsafe.title.endswith(" (unsafe)")
+            assert not unsafe.is_preferred
+
+            # fix all: what `accel-lint fix` writes with the same settings (safe fixes)
+            actions = await client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+                    range=types.Range(
+                        start=types.Position(line=0, character=0),
+                        end=types.Position(line=0, character=0),
+                    ),
+                    context=types.CodeActionContext(
+                        diagnostics=[], only=[types.CodeActionKind.SourceFixAll]
+                    ),
+                )
+            )
+            assert [a.title for a in actions] == ["accel-lint: fix all (1 fix)"]
+            fixed = applied(TRAIN, actions[0].edit.changes[path.as_uri()])
+            ran = cli("fix", "--diff", str(path), cwd=tmp_path)
+            cli("fix", "--apply", str(path), cwd=tmp_path)
+            assert fixed == path.read_text(encoding="utf-8") != TRAIN, ran.stdout
+
+            hover = await client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+                    position=types.Position(line=LOADER_ROW, character=20),
+                )
+            )
+            assert hover is not None
+            text = hover.contents.value
+            assert "**ACL101** `dataloader-sync-loading`" in text
+            assert "**ACL102** `dataloader-unpinned-memory`" in text
+            assert "/rules/ACL101.md" in text
+
+            # typing: a syntax error is one ACL000, and the server keeps serving
+            broken = TRAIN.replace("for x, y in loader:", "for x, y in loader")
+            found = await changed(client, path, broken, 2)
+            assert [(str(d.code), d.range.start.line) for d in found] == [("ACL000", 19)]
+            assert found[0].severity == types.DiagnosticSeverity.Error
+            found = await changed(client, path, TRAIN, 3)
+            assert [str(d.code) for d in found] == ["ACL101", "ACL102"]
+
+    run(scenario)
+
+
+def test_settings_are_discovered_as_check_discovers_them(tmp_path: Path) -> None:
+    path = project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.accel-lint]\nignore = ["ACL101"]\n', encoding="utf-8"
+    )
+
+    async def scenario() -> None:
+        async with session(tmp_path) as client:
+            found = await opened(client, path, TRAIN)
+            assert [str(d.code) for d in found] == ["ACL102"]
+
+    run(scenario)
+
+
+NOTEBOOK_CELLS = [
+    (types.NotebookCellKind.Markup, "# Training\nA notebook that trains."),
+    (types.NotebookCellKind.Code, "%matplotlib inline\nimport torch\n!nvidia-smi"),
+    (
+        types.NotebookCellKind.Code,
+        "from torch.utils.data import DataLoader\n"
+        "model = torch.nn.Linear(8, 1).cuda()\n"
+        "loader = DataLoader(dataset, batch_size=32)\n"
+        "for x in loader:\n"
+        "    model(x.cuda()).sum().backward()",
+    ),
+    (types.NotebookCellKind.Code, "%%bash\nls -l"),
+]
+
+
+def test_a_notebook_is_linted_as_one_program_and_reported_per_cell(tmp_path: Path) -> None:
+    project(tmp_path)
+    notebook = tmp_path / "train.ipynb"
+    cell_uris = [f"vscode-notebook-cell:{notebook}#cell{i}" for i in range(len(NOTEBOOK_CELLS))]
+
+    async def scenario() -> None:
+        async with session(tmp_path) as client:
+            client.notebook_document_did_open(
+                types.DidOpenNotebookDocumentParams(
+                    notebook_document=types.NotebookDocument(
+                        uri=notebook.as_uri(),
+                        notebook_type="jupyter-notebook",
+                        version=1,
+                        cells=[
+                            types.NotebookCell(kind=kind, document=uri)
+                            for (kind, _), uri in zip(NOTEBOOK_CELLS, cell_uris, strict=True)
+                        ],
+                    ),
+                    cell_text_documents=[
+                        types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+                        for (kind, text), uri in zip(NOTEBOOK_CELLS, cell_uris, strict=True)
+                        for language in [
+                            "python" if kind == types.NotebookCellKind.Code else "markdown"
+                        ]
+                    ],
+                )
+            )
+            # one publication per code cell, sent together
+            while not all(uri in client.diagnostics for uri in cell_uris[1:]):
+                await asyncio.sleep(0.05)
+            assert cell_uris[0] not in client.diagnostics  # markdown is not linted
+            assert summary(list(client.diagnostics[cell_uris[2]])) == [
+                ("ACL101", 2, 9, 2, 43),
+                ("ACL102", 2, 9, 2, 43),
+            ]
+            assert list(client.diagnostics[cell_uris[1]]) == []
+            assert list(client.diagnostics[cell_uris[3]]) == []
+
+    run(scenario)

@@ -1,0 +1,265 @@
+"""Runs never touch the user's files and leave nothing running: each run's working
+directory is a copy (large files and folders too, links resolving as before), and
+every process a run started is ended with it, including one that left its session.
+Real subprocesses; the scripts here do not import torch, so the runner stays idle."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from accel_lint.verify.launch import RunResult, RunSpec, Target, run
+from accel_lint.verify.workdir import copy_workdir
+from tests.support import ROOT
+
+MB = 2**20
+
+
+def _tree(directory: Path) -> dict[str, str]:
+    """Every entry under `directory` (links not followed): content hash, link text."""
+    found: dict[str, str] = {}
+    for root, dirs, files in os.walk(directory):
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            rel = str(path.relative_to(directory))
+            if path.is_symlink():
+                found[rel] = "-> " + os.readlink(path)
+            elif path.is_file():
+                digest = hashlib.sha256()
+                with open(path, "rb") as fh:
+                    for block in iter(lambda: fh.read(MB), b""):
+                        digest.update(block)
+                found[rel] = digest.hexdigest()
+            else:
+                found[rel] = "dir"
+    return found
+
+
+def _write(path: Path, size: int, byte: bytes = b"x") -> None:
+    """A file of `size` bytes: marked at both ends, sparse in between (cheap to make)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(byte * 4096)
+        fh.truncate(size - 4096)
+        fh.seek(0, os.SEEK_END)
+        fh.write(byte * 4096)
+
+
+def _run(project: Path, source: str, tmp_path: Path, timeout: float = 60.0) -> RunResult:
+    text = textwrap.dedent(source)
+    (project / "train.py").write_text(text, encoding="utf-8")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    target = Target(project, Path("train.py"), (), 3, 1, timeout)
+    return run(target, RunSpec("run", text), scratch)
+
+
+def _work(result: RunResult) -> Path:
+    assert result.out_dir is not None
+    return result.out_dir.parent / "work"
+
+
+def test_a_run_that_writes_everywhere_leaves_the_users_tree_unchanged(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    _write(project / "big.bin", 17 * MB)  # over the old 16 MB limit for copying a file
+    for i in range(3):  # a 270 MB folder: over the old 256 MB limit for a folder
+        _write(project / "data" / f"shard{i}.bin", 90 * MB, b"%d" % i)
+    _write(project / "checkpoints" / "last.pt", 17 * MB, b"c")
+    (project / "train.py").write_text("", encoding="utf-8")
+    before = _tree(project)
+    result = _run(
+        project,
+        """
+        with open("big.bin", "ab") as fh:
+            fh.write(b"appended by the run")
+        with open("data/new.txt", "w") as fh:
+            fh.write("created by the run")
+        with open("checkpoints/last.pt", "wb") as fh:
+            fh.write(b"a 5-step state_dict")
+        with open("data/shard0.bin", "r+b") as fh:
+            fh.write(b"written in place")
+        """,
+        tmp_path,
+    )
+    assert result.returncode == 0, result.output
+    after = _tree(project)
+    after.pop("train.py")
+    before.pop("train.py")
+    assert after == before
+    # the writes happened, in the run's copy
+    work = _work(result)
+    assert (work / "big.bin").read_bytes().endswith(b"appended by the run")
+    assert (work / "data" / "new.txt").read_text() == "created by the run"
+    assert (work / "checkpoints" / "last.pt").read_bytes() == b"a 5-step state_dict"
+    assert not (work / "data").is_symlink() and not (work / "big.bin").is_symlink()
+
+
+def test_links_resolve_in_the_copy_as_in_the_tree(tmp_path: Path) -> None:
+    shared = tmp_path / "shared_data"
+    shared.mkdir()
+    (shared / "records.txt").write_text("shared records", encoding="utf-8")
+    project = tmp_path / "project"
+    (project / "configs").mkdir(parents=True)
+    (project / "configs" / "base.yaml").write_text("lr: 0.1", encoding="utf-8")
+    os.symlink("../shared_data", project / "data")  # relative, out of the tree
+    os.symlink("configs/base.yaml", project / "config.yaml")  # relative, inside
+    os.symlink(project / "configs", project / "configs_abs")  # absolute, inside
+    os.symlink("missing.txt", project / "dangling")
+    before = _tree(project)
+    result = _run(
+        project,
+        """
+        print(open("data/records.txt").read())
+        print(open("config.yaml").read())
+        with open("configs_abs/written.yaml", "w") as fh:
+            fh.write("through an absolute link")
+        """,
+        tmp_path,
+    )
+    assert result.returncode == 0, result.output
+    assert "shared records" in result.output and "lr: 0.1" in result.output
+    work = _work(result)
+    # the absolute link into the tree points into the copy: the write landed there
+    assert (work / "configs" / "written.yaml").exists()
+    before.pop("train.py", None)
+    after = _tree(project)
+    after.pop("train.py")
+    assert after == before
+    assert os.readlink(work / "config.yaml") == "configs/base.yaml"
+    assert os.readlink(work / "dangling") == "missing.txt"
+
+
+def test_copy_leaves_out_caches_and_special_files(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    (source / ".git").mkdir(parents=True)
+    (source / ".git" / "HEAD").write_text("ref", encoding="utf-8")
+    (source / "pkg" / "__pycache__").mkdir(parents=True)
+    (source / "pkg" / "mod.py").write_text("x = 1", encoding="utf-8")
+    os.mkfifo(source / "pipe.py")
+    copied = copy_workdir(source, tmp_path / "dest")
+    assert copied == 5
+    assert sorted(
+        str(p.relative_to(tmp_path / "dest")) for p in (tmp_path / "dest").rglob("*")
+    ) == [
+        "pkg",
+        "pkg/mod.py",
+    ]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+# the grandchild leaves the run's session itself, and says so once it has
+GRANDCHILD = (
+    "import os, sys, time; os.setsid(); "
+    "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+)
+DETACH = """
+    import os, subprocess, sys, time
+    subprocess.Popen([sys.executable, "-c", {code!r}, {pidfile!r}])
+    while not os.path.exists({pidfile!r}) or not open({pidfile!r}).read():
+        time.sleep(0.01)
+"""
+
+
+def test_a_process_that_left_the_runs_session_is_ended_with_the_run(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    project = tmp_path / "project"
+    project.mkdir()
+    result = _run(project, DETACH.format(code=GRANDCHILD, pidfile=str(pidfile)), tmp_path)
+    assert result.returncode == 0, result.output
+    pid = int(pidfile.read_text())
+    assert os.getsid(pid) == pid  # it had left the run's session
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), "the detached grandchild survived the run"
+
+
+@pytest.mark.slow
+def test_sigterm_ends_every_run_and_removes_the_scratch(tmp_path: Path) -> None:
+    """What a CI timeout sends: verify stops like on Ctrl-C, exit 128+15."""
+    pytest.importorskip("torch")
+    pids = tmp_path / "pids"
+    grandchild = tmp_path / "grandchild.pid"
+    run_tmpdir = tmp_path / "run_tmpdir"
+    project = tmp_path / "project"
+    project.mkdir()
+    script = project / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, subprocess, sys, time
+            import torch
+            from torch.utils.data import DataLoader, TensorDataset
+
+            def main():
+                loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=2)
+                subprocess.Popen([sys.executable, "-c", {GRANDCHILD!r}, {str(grandchild)!r}])
+                while not os.path.exists({str(grandchild)!r}):
+                    time.sleep(0.01)
+                with open({str(run_tmpdir)!r}, "w") as fh:
+                    fh.write(os.environ["TMPDIR"])
+                with open({str(pids)!r}, "w") as fh:
+                    fh.write(str(os.getpid()))
+                time.sleep(600)
+
+            if __name__ == "__main__":
+                main()
+            """
+        ),
+        encoding="utf-8",
+    )
+    # a TMPDIR too long for DataLoader sockets: the runs get a short one, which goes too
+    scratch = tmp_path / "tmp" / ("t" * 80)
+    scratch.mkdir(parents=True)
+    env = {**os.environ, "TMPDIR": str(scratch), "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "accel_lint",
+            "verify",
+            str(script),
+            "--unsafe-fixes",
+            "--repeat",
+            "0",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pids.exists(), "the script never started"
+    time.sleep(0.2)
+    script_pid, detached = int(pids.read_text()), int(grandchild.read_text())
+    assert _alive(script_pid) and _alive(detached)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "verify terminated; every run was stopped" in err
+    deadline = time.monotonic() + 5
+    while (_alive(script_pid) or _alive(detached)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(script_pid) and not _alive(detached)
+    left = [p.name for p in scratch.iterdir() if p.name.startswith("accel-lint-verify-")]
+    assert left == []
+    short = Path(run_tmpdir.read_text())
+    assert len(os.fsencode(short)) < len(os.fsencode(scratch)) and not short.exists()
