@@ -9,5 +9,5 @@ backends.benchmark, backends.enabled = False, True
 model = nn.Conv2d(3, 3, 3).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for _ in range(3):
-    model(torch.randn(1, 3, 8, 8).cuda()).sum().backward()
+    model(torch.randn(1, 3, 8, 8).cuda()).sum().backward()  # ACL203
     opt.step()  # ACL207

@@ -8,5 +8,5 @@ cudnn.deterministic = True  # ACL317
 model = nn.Conv2d(3, 3, 3).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for _ in range(3):
-    model(torch.randn(1, 3, 8, 8).cuda()).sum().backward()
+    model(torch.randn(1, 3, 8, 8).cuda()).sum().backward()  # ACL203
     opt.step()  # ACL207

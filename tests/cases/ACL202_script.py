@@ -12,7 +12,7 @@ model = nn.Sequential(
 ).cuda()
 opt = torch.optim.Adam(model.parameters())  # ACL309
 for step in range(100):
-    x = torch.randn(32, 1, 28, 28).cuda()
+    x = torch.randn(32, 1, 28, 28).cuda()  # ACL203
     loss = model(x).logsumexp(1).mean()
     opt.zero_grad()
     loss.backward()

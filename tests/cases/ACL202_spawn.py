@@ -13,7 +13,7 @@ def main_worker(rank, world_size):
     model = DDP(nn.Conv2d(3, 3, 3).cuda(rank), device_ids=[rank])  # ACL202
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for _ in range(10):
-        model(torch.randn(4, 3, 16, 16).cuda(rank)).sum().backward()
+        model(torch.randn(4, 3, 16, 16).cuda(rank)).sum().backward()  # ACL203
         opt.step()  # ACL207
     dist.destroy_process_group()
 

@@ -15,7 +15,7 @@ def main():
     for step in range(1000):
         logits = policy(torch.as_tensor(obs, device=device))
         action = torch.distributions.Categorical(logits=logits).sample()
-        obs, reward, done, _, _ = env.step(action.item())
+        obs, reward, done, _, _ = env.step(action.item())  # ACL308
         if step % 10 == 0:
             scheduler.step()
         loss = -logits.log_softmax(-1)[action] * reward

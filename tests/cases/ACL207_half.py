@@ -14,5 +14,5 @@ if args.fp16:
     model = model.half()
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 for _ in range(10):
-    model(torch.randn(64, 512).cuda()).pow(2).mean().backward()
+    model(torch.randn(64, 512).cuda()).pow(2).mean().backward()  # ACL203
     opt.step()

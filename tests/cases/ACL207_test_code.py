@@ -9,12 +9,12 @@ import torch.nn as nn
 class CheckpointTest(unittest.TestCase):
     def _train(self, model: nn.Module) -> None:
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        model(torch.randn(8, 64).cuda()).sum().backward()
+        model(torch.randn(8, 64).cuda()).sum().backward()  # ACL203
         opt.step()
 
 
 def test_one_step() -> None:
     model = nn.Linear(64, 64).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    model(torch.randn(8, 64).cuda()).sum().backward()
+    model(torch.randn(8, 64).cuda()).sum().backward()  # ACL203
     opt.step()
