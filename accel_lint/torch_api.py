@@ -239,6 +239,60 @@ RANDOM_FUNCTIONS = frozenset(
     )
 )
 
+# -- cuDNN, TF32 and other process-wide kernel settings ---------------------------------
+
+CUDNN_MODULE = "torch.backends.cudnn"
+CUDNN_BENCHMARK = frozenset({"torch.backends.cudnn.benchmark"})
+CUDNN_ENABLED = frozenset({"torch.backends.cudnn.enabled"})
+# context managers / setters that choose cuDNN's flags, benchmark included
+CUDNN_FLAGS = frozenset({"torch.backends.cudnn.flags", "torch.backends.cudnn.set_flags"})
+SET_FLOAT32_MATMUL_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
+# `torch.set_float32_matmul_precision` exists from torch 1.12 (when TF32 matmuls
+# became off by default); `torch.backends.cuda.matmul.allow_tf32` from 1.7.
+FLOAT32_MATMUL_PRECISION_SINCE = (1, 12)
+ALLOW_TF32_SINCE = (1, 7)
+# Attributes under `torch.backends` that choose the float32 precision of matmuls and
+# convolutions: the legacy switches and the `fp32_precision` settings of torch 2.9.
+TF32_ATTRIBUTES = ("allow_tf32", "fp32_precision")
+
+# -- compilers ------------------------------------------------------------------------
+
+TORCH_COMPILE = frozenset({"torch.compile"})
+COMPILE_MODES = frozenset(
+    {"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"}
+)
+# torch.compile's in-tree backends, for a string passed where a mode was meant
+COMPILE_BACKENDS = frozenset(
+    {"inductor", "eager", "aot_eager", "cudagraphs", "openxla", "tvm", "onnxrt", "ipex"}
+)
+JIT_SCRIPT = frozenset({"torch.jit.script", "torch.jit._script.script"})
+JIT_TRACE = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.jit._trace.trace"})
+JIT_SAVE = frozenset({"torch.jit.save", "torch.jit._serialization.save"})
+# What is done to a scripted or traced module that prepares it for deployment, not
+# for training.
+JIT_EXPORT = JIT_SAVE | frozenset(
+    {"torch.jit.freeze", "torch.jit.optimize_for_inference", "torch.onnx.export"}
+)
+# `torch.compile` replaces TorchScript for speed from torch 2.0.
+COMPILE_SINCE = (2, 0)
+
+# -- precision (float32 training) ------------------------------------------------------
+
+# dtypes other than float32 a model or its inputs may be cast to
+NON_FLOAT32_DTYPES = frozenset(
+    {"torch.float16", "torch.half", "torch.bfloat16", "torch.float64", "torch.double"}
+)
+# module methods that cast parameters away from float32
+NON_FLOAT32_CASTS = frozenset({"half", "bfloat16", "double"})
+SET_DEFAULT_DTYPE = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
+CHANNELS_LAST = frozenset({"torch.channels_last"})
+
+# -- layers ---------------------------------------------------------------------------
+
+CONV2D = _spellings((*_NN, "torch.nn.modules.conv"), ("Conv2d", "ConvTranspose2d"))
+LINEAR = _spellings((*_NN, "torch.nn.modules.linear"), ("Linear",))
+EMBEDDING = _spellings((*_NN, "torch.nn.modules.sparse"), ("Embedding",))
+
 # Factory functions that take `device=` (keyword-only) and build a new tensor; the
 # random ones draw from the generator of the device they run on.
 TENSOR_CREATOR_NAMES = (

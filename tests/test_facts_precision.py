@@ -1,12 +1,13 @@
 """Unit tests of the shared mixed-precision facts: `facts.tree.Tree`,
-`facts.precision.Precision` (autocasts and GradScalers with their uses) and
-`facts.optimizers.Optimizers`."""
+`facts.precision.Precision` (autocasts and GradScalers with their uses, and the signs
+that a file does not train in float32 alone) and `facts.optimizers.Optimizers`."""
 
 from __future__ import annotations
 
 import textwrap
 
 import libcst as cst
+import pytest
 
 from accel_lint.edits import code_for
 from accel_lint.facts import FileFacts
@@ -164,3 +165,98 @@ def test_optimizers_and_the_files_subclasses() -> None:
         (code_for(s.node.func), name) for s, name in Optimizers.of(facts).built(FOREACH_OPTIMIZERS)
     ]
     assert built == [("optim.Adam", "torch.optim.Adam"), ("Warmer", "torch.optim.SGD")]
+
+
+def _precision_of(source: str) -> Precision:
+    return Precision.of(_facts(source))
+
+
+def test_autocast_arguments_are_read_per_api() -> None:
+    precision = _precision_of(
+        """
+        import torch
+        from torch.cuda.amp import autocast
+
+        DEVICE = "cuda"
+        with torch.autocast(DEVICE, torch.bfloat16):
+            pass
+        with torch.amp.autocast(device_type="cpu", enabled=False):
+            pass
+        with autocast(enabled=args.amp, dtype=torch.float16):
+            pass
+        with torch.autocast(device.type, dtype=ptdtype):
+            pass
+        """
+    )
+    read = [(a.device, a.dtype, a.enabled) for a in precision.autocasts]
+    assert read == [
+        ("cuda", "bfloat16", True),
+        ("cpu", "bfloat16", False),
+        ("cuda", "float16", None),
+        (None, None, True),
+    ]
+
+
+def test_cuda_autocasts_need_cuda_for_a_computed_device() -> None:
+    without_cuda = _precision_of(
+        """
+        import torch
+        with torch.autocast(device.type):
+            pass
+        """
+    )
+    assert without_cuda.cuda_autocasts() == []
+    with_cuda = _precision_of(
+        """
+        import torch
+        x = torch.zeros(1).cuda()
+        with torch.autocast(device.type):
+            pass
+        """
+    )
+    assert len(with_cuda.cuda_autocasts()) == 1
+
+
+def test_half_autocasts_leave_out_float32() -> None:
+    precision = _precision_of(
+        """
+        import torch
+        with torch.autocast("cuda", dtype=torch.float32):
+            pass
+        with torch.autocast("cuda"):
+            pass
+        """
+    )
+    (half,) = precision.half_cuda_autocasts()
+    assert half.dtype == "float16" and not half.dtype_given
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\nwith torch.autocast('cuda', enabled=False):\n    pass\n",
+        "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
+        "import torch\nmodel = model.half()\n",
+        "import torch\nx = torch.zeros(1, dtype=torch.bfloat16)\n",
+        "import torch\ntorch.set_default_dtype(torch.float64)\n",
+        "import torch\ndef f():\n    from apex import amp\n",
+        "import torch\nif hparams.fp16_run:\n    pass\n",
+        "import torch\nuse_amp = True\n",
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--bf16')\n",
+        "from accelerate import Accelerator\n",
+    ],
+)
+def test_signs_of_a_precision_other_than_float32(source: str) -> None:
+    assert _precision_of(source).other_than_float32()
+
+
+def test_a_plain_float32_script() -> None:
+    precision = _precision_of(
+        """
+        import torch
+        model = torch.nn.Linear(4, 4).cuda().float()
+        example = torch.zeros(1, dtype=torch.float32)
+        clamp = args.example
+        """
+    )
+    assert not precision.other_than_float32()

@@ -187,6 +187,14 @@ class FileFacts:
         """Every `<value>.<attr>` in the file (reads and writes), with its scope."""
         return self._attributes.get(attr, [])
 
+    def attribute_names(self) -> Iterator[str]:
+        """Every attribute name the file reads or writes (`fp16_run` for `hp.fp16_run`)."""
+        return iter(self._attributes)
+
+    def all_bindings(self) -> Iterator[Binding]:
+        """Every binding of every scope of the file (imports inside functions included)."""
+        return self._all_bindings()
+
     def method_calls(self, method: str) -> list[CallSite]:
         """Every `<receiver>.<method>(...)` call in the file."""
         return self._method_calls.get(method, [])

@@ -9,11 +9,16 @@
   name or `self.` attribute it is kept in, and every use of it (its method calls
   `scale`/`step`/`update`/`unscale_`/`state_dict`/..., and the other places it goes:
   passed to a function, stored, compared), followed into the parameters of the
-  file's functions it is passed to.
+  file's functions it is passed to;
+- whether the file trains in float32 alone: `cuda_autocasts()`,
+  `half_cuda_autocasts()`, `mentions_autocast()` and `other_than_float32()` (autocast,
+  a GradScaler, apex's amp, `.half()`, a float16 dtype, a default dtype, a switch
+  named for it).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -23,7 +28,14 @@ from accel_lint.facts.file import CallSite, FileFacts
 from accel_lint.facts.literals import string_value
 from accel_lint.facts.syntax import argument_for
 from accel_lint.facts.tree import Tree
-from accel_lint.names import LOCAL, Binding, BindingKind, Scope, qualified_names
+from accel_lint.names import (
+    LOCAL,
+    Binding,
+    BindingKind,
+    Scope,
+    import_bindings,
+    qualified_names,
+)
 from accel_lint.torch_api import (
     AUTOCAST,
     AUTOCAST_CPU_LEGACY,
@@ -33,6 +45,9 @@ from accel_lint.torch_api import (
     GRAD_SCALER,
     GRAD_SCALER_CPU_LEGACY,
     GRAD_SCALER_CUDA_LEGACY,
+    NON_FLOAT32_CASTS,
+    NON_FLOAT32_DTYPES,
+    SET_DEFAULT_DTYPE,
 )
 
 _AUTOCAST_PARAMS = ("device_type", "dtype", "enabled", "cache_enabled")
@@ -46,6 +61,13 @@ _SCALER_PARAMS = (
     "enabled",
 )
 _MAX_DEPTH = 3  # how many calls deep a scaler is followed into the file's functions
+# Libraries that run the model in a precision their configuration chooses.
+_MIXED_PRECISION_LIBRARIES = ("apex", "deepspeed", "accelerate")
+# A name that switches the precision: `fp16`, `args.use_amp`, `hp.fp16_run`, `bf16`,
+# `half_precision`, `mixed_precision`.
+_PRECISION_SWITCH = re.compile(
+    r"(?:^|_)(?:fp16|bf16|amp|half|mixed_precision|autocast)(?:$|_)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -253,6 +275,56 @@ class Precision:
 
     def autocasts_in(self, device: str | None = None) -> list[Autocast]:
         return [a for a in self.autocasts if device is None or a.device == device]
+
+    def cuda_autocasts(self) -> list[Autocast]:
+        """Autocasts that may be on for CUDA: on or decided by a flag, for `"cuda"` or
+        for a device computed in a file that uses CUDA."""
+        return [
+            a
+            for a in self.autocasts
+            if a.enabled is not False
+            and (a.device == "cuda" or (a.device is None and self.facts.touches_cuda))
+        ]
+
+    def half_cuda_autocasts(self) -> list[Autocast]:
+        """CUDA autocasts in float16 (the default on CUDA) or bfloat16, or in a dtype
+        chosen at run time: all but those that name float32."""
+        return [a for a in self.cuda_autocasts() if a.dtype != "float32"]
+
+    def mentions_autocast(self) -> bool:
+        """The file calls, passes or imports autocast (any device, on or off)."""
+        if self.autocasts:
+            return True
+        return any(t in AUTOCAST for t in import_bindings(self.facts.module_scope).values())
+
+    def other_than_float32(self) -> bool:
+        """Anything that says the model may not train in float32 alone: autocast, a
+        GradScaler, apex/DeepSpeed/Accelerate (imported anywhere), `.half()` /
+        `.bfloat16()` / `.double()`, a float16/bfloat16/float64 dtype, a changed
+        default dtype, or a switch named for it (`args.fp16`, `use_amp`, `--bf16`)."""
+        facts = self.facts
+        if self.mentions_autocast() or self.scalers:
+            return True
+        if facts.calls_resolving_to(SET_DEFAULT_DTYPE):
+            return True
+        if any(facts.method_calls(m) for m in NON_FLOAT32_CASTS):
+            return True
+        for attr in ("float16", "half", "bfloat16", "float64", "double"):
+            for node, scope in facts.attributes_named(attr):
+                if qualified_names(node, scope) & NON_FLOAT32_DTYPES:
+                    return True
+        for binding in facts.all_bindings():
+            if _PRECISION_SWITCH.search(binding.name):
+                return True
+            target = binding.target
+            if binding.kind is BindingKind.IMPORT and target is not None:
+                if target.split(".")[0] in _MIXED_PRECISION_LIBRARIES:
+                    return True
+                if target in NON_FLOAT32_DTYPES:
+                    return True
+        if any(_PRECISION_SWITCH.search(name) for name in facts.attribute_names()):
+            return True
+        return any(_PRECISION_SWITCH.search(option) for option in facts.argparse_options)
 
     # -- GradScaler ---------------------------------------------------------------------
 

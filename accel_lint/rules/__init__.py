@@ -43,6 +43,7 @@ LOADER = (b"DataLoader",)
 CONV = (b"Conv1d", b"Conv2d", b"Conv3d", b"ConvTranspose")
 DATA_PARALLEL = (b"DataParallel",)
 DISTRIBUTED = (b"init_process_group", b"DistributedDataParallel", b"horovod")
+COMPILE = (b"compile",)
 
 RULES: tuple[RuleEntry, ...] = (
     # a noqa comment naming one of our codes (one naming only E501 costs no parse)
@@ -57,7 +58,29 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL104", "workers_restarted_each_epoch.WorkersRestartedEachEpoch", LOADER),
     RuleEntry("ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
+    RuleEntry("ACL202", "cudnn_autotuner_off.CudnnAutotunerOff", CONV),
     RuleEntry("ACL203", "tensor_created_then_moved.TensorCreatedThenMoved", (b".cuda(", b".to(")),
+    RuleEntry("ACL204", "jit_script_for_fusion.JitScriptForFusion", (b"jit",)),
+    RuleEntry("ACL205", "compile_mode_positional.CompileModePositional", COMPILE),
+    RuleEntry("ACL206", "compile_in_loop.CompileInLoop", COMPILE),
+    RuleEntry(
+        "ACL207",
+        "fp32_matmul_precision_default.Fp32MatmulPrecisionDefault",
+        (b".step",),
+        default_enabled=False,
+    ),
+    RuleEntry(
+        "ACL208",
+        "channels_last_convnet.ChannelsLastConvnet",
+        (b"Conv2d", b"ConvTranspose2d"),
+        default_enabled=False,
+    ),
+    RuleEntry(
+        "ACL209",
+        "tensor_core_misaligned_dims.TensorCoreMisalignedDims",
+        (b"Linear", b"Embedding"),
+        default_enabled=False,
+    ),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry(

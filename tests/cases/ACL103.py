@@ -16,7 +16,7 @@ for epoch in range(2):
         labels = labels.cuda()  # ACL103
         loss = F.cross_entropy(model(inputs), labels)
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
 
     for step, (inputs, labels) in enumerate(tqdm(loader)):
         inputs, labels = inputs.to(device), labels.to(device, non_blocking=False)  # ACL103 ACL103

@@ -15,4 +15,4 @@ with torch.cuda.graph(graph):
 for _ in range(3):
     optimizer.zero_grad(set_to_none=False)
     graph.replay()
-    optimizer.step()
+    optimizer.step()  # ACL207

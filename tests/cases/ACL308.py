@@ -17,7 +17,7 @@ def train(loader, log):
         logits = model(x)
         loss = F.cross_entropy(logits, y)
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
         history.append(loss.item())  # ACL308
         preds = logits.argmax(1).cpu().numpy()  # ACL308
         log(preds.tolist())

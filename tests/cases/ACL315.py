@@ -11,7 +11,7 @@ def train(loader, device):
     for x, y in loader:
         optimizer.zero_grad()
         F.cross_entropy(model(x.to(device)), y.to(device)).backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
         torch.cuda.empty_cache()  # ACL315
 
 

@@ -25,7 +25,7 @@ def train(args, model, device, train_loader, optimizer, epoch):
         optimizer.zero_grad()
         loss = F.cross_entropy(model(data), target)
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
         if batch_idx % args.log_interval == 0:
             print(f"Train Epoch: {epoch} [{batch_idx}]\tLoss: {loss.item():.6f}")
 

@@ -64,7 +64,7 @@ def train(train_loader, model, criterion, optimizer, epoch, device):
         loss = criterion(output, target.to(device))  # ACL103
         optimizer.zero_grad()
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
         total += loss.item()  # ACL308
     return total / len(train_loader)
 

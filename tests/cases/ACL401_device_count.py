@@ -25,5 +25,5 @@ for epoch in range(args.epochs):
         loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))  # ACL103 ACL103
         optimizer.zero_grad()
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
     print(f"epoch {epoch}: {loss.item():.4f}")

@@ -23,6 +23,6 @@ if __name__ == "__main__":
       loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))  # ACL103 ACL103
       opt.zero_grad()
       loss.backward()
-      opt.step()
+      opt.step()  # ACL207
   print("final loss", loss.item())
   torch.save(model.state_dict(), "final.pt")  # ACL411

@@ -19,4 +19,4 @@ for epoch in range(2):
         loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())  # ACL103 ACL103
         optimizer.zero_grad()
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # ACL207

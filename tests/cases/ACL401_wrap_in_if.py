@@ -49,7 +49,7 @@ def train(epoch):
         optimizer.zero_grad()
         loss = criterion(net(inputs), targets)
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
 
 
 def test(epoch):

@@ -1,0 +1,22 @@
+# A plain script that trains at module level, with cuDNN imported under an alias:
+# the setting goes after the imports, spelled the file's way.
+import torch
+import torch.backends.cudnn as cudnn
+from torch import nn
+
+cudnn.benchmark = True
+
+model = nn.Sequential(
+    nn.Conv2d(1, 8, 5),
+    nn.ReLU(),
+    nn.Flatten(),
+    nn.LazyLinear(10),
+).cuda()
+opt = torch.optim.Adam(model.parameters())
+for step in range(100):
+    x = torch.randn(32, 1, 28, 28).cuda()
+    loss = model(x).logsumexp(1).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(cudnn.version())
