@@ -53,6 +53,16 @@ def lint_bytes(
     return _lint_source(path, data, source, settings, with_edits)
 
 
+def lint_program(path: str, text: str, settings: Settings) -> FileReport:
+    """`text` checked as Python and reported as the file at `path`, whatever its
+    name: the language server's notebook program (its open code cells joined, magics
+    masked), which `lint_bytes` would read as a notebook's JSON under a `.ipynb` path."""
+    data = text.encode("utf-8")
+    if skip_file(data):
+        return FileReport(path)
+    return _lint_source(path, data, Source(text, "utf-8"), settings, False)
+
+
 def _lint_source(
     path: str, data: bytes, source: Source, settings: Settings, with_edits: bool
 ) -> FileReport:

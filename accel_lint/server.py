@@ -27,7 +27,7 @@ from accel_lint import __version__
 from accel_lint.config import ConfigError, Settings, load_settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.engine import analyze, fix_edits, rules_for, text_edits
-from accel_lint.lint import fix_bytes, lint_bytes
+from accel_lint.lint import fix_bytes, lint_bytes, lint_program
 from accel_lint.pages import page_url
 from accel_lint.rules import BY_CODE
 from accel_lint.source import decode
@@ -88,7 +88,7 @@ class AccelLintServer(LanguageServer):
         self._settings.clear()
 
     # -- linting --------------------------------------------------------------
-    def lint_text(self, uri: str, text: str) -> list[Diagnostic] | None:
+    def lint_text(self, uri: str, text: str, program: bool = False) -> list[Diagnostic] | None:
         """Diagnostics of `text` as the file at `uri`; None when the file is excluded
         or the settings cannot be read (said to the user once, as a message)."""
         path = uri_path(uri)
@@ -103,7 +103,10 @@ class AccelLintServer(LanguageServer):
             return []
         # Edits are computed when a code action asks for them: each costs a transform
         # of the whole tree, too much to pay for every finding on every keystroke.
-        report = lint_bytes(str(path), text.encode("utf-8"), settings)
+        if program:  # a notebook's code cells as Python, not the notebook's JSON
+            report = lint_program(str(path), text, settings)
+        else:
+            report = lint_bytes(str(path), text.encode("utf-8"), settings)
         if report.internal_error is not None:
             self.window_log_message(
                 types.LogMessageParams(
@@ -127,7 +130,7 @@ class AccelLintServer(LanguageServer):
 
     def publish_notebook(self, notebook: types.NotebookDocument) -> None:
         program, cells = self.notebook_program(notebook)
-        found = self.lint_text(notebook.uri, program)
+        found = self.lint_text(notebook.uri, program, program=True)
         if found is None:
             return
         by_cell: dict[str, list[Diagnostic]] = {cell.uri: [] for cell in cells}

@@ -115,7 +115,8 @@ def test_no_cache_neither_reads_nor_writes(project: Path) -> None:
     run("check", ".", cwd=project)
     (entry,) = (project / ".accel_lint_cache").glob("*.json")
     data = json.loads(entry.read_text())
-    planted = ["ACL101", "dataloader-sync-loading", "planted", 3, 1, 3, 2, False, None, None, None]
+    planted = ["ACL101", "dataloader-sync-loading", "planted", 3, 1, 3, 2, False]
+    planted += [None, None, None, None, None]  # safety, fix message, fix, cell, no-fix reason
     data["entries"][str(project / "clean.py")][4] = [planted]
     entry.write_text(json.dumps(data))
     cached = run("check", "--output-format", "concise", "clean.py", cwd=project)

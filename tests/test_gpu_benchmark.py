@@ -47,7 +47,9 @@ def test_every_workload_has_the_findings_it_is_built_to_judge() -> None:
         found.setdefault(Path(finding["filename"]).as_posix(), set()).add(finding["code"])
     for workload in workloads:
         script = workload.path.as_posix()
-        assert found.get(script) == set(workload.codes), (workload.name, found.get(script))
+        # its own codes at least (others of the selection may fire too: verify is told
+        # to judge this workload's codes only)
+        assert set(workload.codes) <= found.get(script, set()), (workload.name, found.get(script))
     # the guides' groups are all covered, each fix by one workload
     assert codes == [
         *("ACL101", "ACL102", "ACL103", "ACL104", "ACL201", "ACL202", "ACL203"),

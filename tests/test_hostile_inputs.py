@@ -16,12 +16,14 @@ import pytest
 
 from tests.support import cli
 
+# ACL101 and ACL102: the loaded data is not known to be in memory (a TensorDataset
+# built in the file would be, and ACL101 would not report it)
 TRAIN = """\
 import torch
 from torch.utils.data import DataLoader
 
 device = torch.device("cuda")
-loader = DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 3)), batch_size=8)
+loader = DataLoader(torch.load("records.pt"), batch_size=8)
 for (x,) in loader:
     x = x.to(device)
 """

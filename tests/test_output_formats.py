@@ -70,7 +70,8 @@ def test_rdjson_suggestions_are_the_fix(project: Path) -> None:
     report = json.loads(run("rdjson", project, "--select", "ACL102").stdout)
     (diag,) = [d for d in report["diagnostics"] if d["code"]["value"] == "ACL102"]
     (suggestion,) = diag["suggestions"]
-    assert suggestion["text"] == ", pin_memory=True"
+    # TRAIN picks its device with torch.cuda.is_available(): pinning follows it
+    assert suggestion["text"] == ", pin_memory=torch.cuda.is_available()"
 
 
 def test_junit_is_read_by_junitparser_and_etree(project: Path) -> None:
@@ -222,7 +223,9 @@ def test_statistics_as_json(project: Path) -> None:
         ("ACL000", 1, False),
         ("ACL102", 1, True),
     ]
-    assert rows[0]["url"].endswith("/rules/ACL101.md") and rows[0]["unsafe_fixes"] == 2
+    # train.py's loader has an unsafe fix; unicode.py's, built at import in a script
+    # without a `__main__` guard, has none
+    assert rows[0]["url"].endswith("/rules/ACL101.md") and rows[0]["unsafe_fixes"] == 1
 
 
 def test_format_modules_load_only_when_used() -> None:

@@ -46,5 +46,5 @@ for epoch in range(2):
         x, y = x.to(device), y.to(device)
         optimizer.zero_grad()
         F.cross_entropy(model(x), y).backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
     print(f"epoch {epoch}: accuracy {evaluator.accuracy(model):.3f}")

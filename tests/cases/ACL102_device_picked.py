@@ -18,7 +18,7 @@ def train(model, device, loader, optimizer, epoch):
         optimizer.zero_grad()
         loss = F.nll_loss(model(data), target)
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
         if batch_idx % 100 == 0:
             print(f"epoch {epoch} [{batch_idx}] loss {loss.item():.4f}")
 

@@ -40,7 +40,7 @@ def main():
             loss = model(x).float().logsumexp(-1).mean() - model(y).float().mean()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            optimizer.step()
+            optimizer.step()  # ACL207
     dist.destroy_process_group()
 
 

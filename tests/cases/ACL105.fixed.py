@@ -20,32 +20,32 @@ dataset = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
 weights = torch.ones(64)
 
 # persistent workers and prefetching need worker processes
-a = DataLoader(dataset, batch_size=8)  # noqa: ACL101
-b = DataLoader(dataset, batch_size=8, num_workers=0)  # noqa: ACL101
-c = DataLoader(  # noqa: ACL101
+a = DataLoader(dataset, batch_size=8)
+b = DataLoader(dataset, batch_size=8, num_workers=0)
+c = DataLoader(
     dataset,
     batch_size=8,
     num_workers=NUM_WORKERS,
 )
-d = DataLoader(dataset, batch_size=8, num_workers=args.workers, persistent_workers=True)  # noqa: ACL101
+d = DataLoader(dataset, batch_size=8, num_workers=args.workers, persistent_workers=True)
 
 # a sampler decides the order: shuffle cannot apply
 sampler = WeightedRandomSampler(weights, num_samples=64)
-e = DataLoader(dataset, batch_size=8, sampler=sampler)  # noqa: ACL101
-f = DataLoader(dataset, 8, False, RandomSampler(dataset))  # noqa: ACL101
+e = DataLoader(dataset, batch_size=8, sampler=sampler)
+f = DataLoader(dataset, 8, False, RandomSampler(dataset))
 
 # a batch sampler decides the batches
 batches = BatchSampler(SequentialSampler(dataset), batch_size=8, drop_last=False)
-g = DataLoader(dataset, batch_sampler=batches)  # noqa: ACL101
-h = DataLoader(dataset, batch_sampler=batches)  # noqa: ACL101
-i = DataLoader(dataset, sampler=sampler, batch_sampler=batches)  # noqa: ACL101
+g = DataLoader(dataset, batch_sampler=batches)
+h = DataLoader(dataset, batch_sampler=batches)
+i = DataLoader(dataset, sampler=sampler, batch_sampler=batches)
 
 # Not flagged: these run.
 ok = [
     DataLoader(dataset, batch_size=8, num_workers=2, persistent_workers=True, prefetch_factor=4),
-    DataLoader(dataset, batch_size=8, prefetch_factor=None, persistent_workers=False),  # noqa: ACL101
-    DataLoader(dataset, batch_size=1, batch_sampler=batches),  # noqa: ACL101
-    DataLoader(dataset, batch_sampler=batches, drop_last=False, shuffle=False),  # noqa: ACL101
-    DataLoader(dataset, batch_size=8, shuffle=False, sampler=sampler),  # noqa: ACL101
+    DataLoader(dataset, batch_size=8, prefetch_factor=None, persistent_workers=False),
+    DataLoader(dataset, batch_size=1, batch_sampler=batches),
+    DataLoader(dataset, batch_sampler=batches, drop_last=False, shuffle=False),
+    DataLoader(dataset, batch_size=8, shuffle=False, sampler=sampler),
     DataLoader(dataset, batch_size=8, num_workers=args.prefetch, prefetch_factor=args.prefetch),
 ]

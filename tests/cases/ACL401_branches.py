@@ -59,7 +59,7 @@ def main():
             loss = criterion(model(x.to(device)), y.to(device))  # ACL103
             optimizer.zero_grad()
             loss.backward()
-            optimizer.step()
+            optimizer.step()  # ACL207
         print(f"epoch {epoch} loss {loss.item():.4f} acc {evaluate(model, val_loader, device):.3f}")
     os.makedirs(args.out, exist_ok=True)
     torch.save(model.state_dict(), os.path.join(args.out, "model.pt"))  # ACL411

@@ -31,7 +31,7 @@ def train(args, model, dataset, device):
             if args.n_gpu > 1:
                 loss = loss.mean()  # mean() to average on multi-gpu
             loss.backward()
-            optimizer.step()
+            optimizer.step()  # ACL207
             optimizer.zero_grad()
         if args.local_rank in [-1, 0]:
             print(f"epoch {epoch}: loss {loss.item():.4f}")

@@ -30,7 +30,7 @@ def main():
     for _ in range(args.epochs):
         optimizer.zero_grad()
         model(torch.randn(4, 8, device=device)).sum().backward()
-        optimizer.step()
+        optimizer.step()  # ACL207
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ def train_gan(loader, n_critic):
         fake = generator(torch.randn(8, 8, device="cuda"))
         loss_d = discriminator(fake.detach()).mean() - discriminator(real).mean()
         loss_d.backward()
-        opt_d.step()
+        opt_d.step()  # ACL207
         opt_d.zero_grad()
         loss_g = -discriminator(fake).mean()
         loss_g.backward()

@@ -16,5 +16,5 @@ def train(loader, accum_steps):
         with context():
             model(x).sum().backward()
         if need_update:
-            optimizer.step()
+            optimizer.step()  # ACL207
             optimizer.zero_grad()

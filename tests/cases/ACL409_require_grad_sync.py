@@ -17,5 +17,5 @@ for iter_num in range(100):
         model.require_backward_grad_sync = micro_step == gradient_accumulation_steps - 1
         loss = model(get_batch()).sum() / gradient_accumulation_steps
         loss.backward()
-    optimizer.step()
+    optimizer.step()  # ACL207
     optimizer.zero_grad(set_to_none=True)
