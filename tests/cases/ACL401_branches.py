@@ -23,7 +23,7 @@ def evaluate(model, loader, device):
     correct = 0
     with torch.no_grad():
         for x, y in loader:
-            correct += (model(x.to(device)).argmax(1) == y.to(device)).sum().item()  # ACL103
+            correct += (model(x.to(device)).argmax(1) == y.to(device)).sum().item()  # ACL103 ACL103
     return correct / len(loader.dataset)
 
 
@@ -56,7 +56,7 @@ def main():
         epoch += 1
         model.train()
         for x, y in train_loader:
-            loss = criterion(model(x.to(device)), y.to(device))  # ACL103
+            loss = criterion(model(x.to(device)), y.to(device))  # ACL103 ACL103
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()  # ACL207
