@@ -176,10 +176,12 @@ def _seen(report: dict[str, Any]) -> dict[tuple[str, int], str]:
 def test_the_probe_confirms_the_loader_and_conv_findings_of_cnn_bn(tmp_path: Path) -> None:
     report = _verify(ROOT / "fixtures" / "cnn_bn" / "train.py", tmp_path, "--", "--epochs", "1")
     seen = _seen(report)
-    assert seen[("ACL101", 107)] == seen[("ACL102", 107)] == "seen"
+    # cnn_bn's loaders read tensors already in memory: ACL101 leaves them alone
+    assert ("ACL101", 107) not in seen
+    assert seen[("ACL102", 107)] == "seen"
     assert seen[("ACL201", 18)] == seen[("ACL201", 39)] == "seen"
     # the test loader is only iterated after training: built as found, not used yet
-    assert seen[("ACL101", 108)] == "seen"
+    assert seen[("ACL102", 108)] == "seen"
     patterns = {p["name"]: p for p in report["runtime"]["patterns"]}
     assert patterns["Conv2dBiasFollowedByBatchNorm2dPattern"]["status"] == "ran"
     assert patterns["Conv2dBiasFollowedByBatchNorm2dPattern"]["hits"]

@@ -204,10 +204,17 @@ def test_sigterm_ends_every_run_and_removes_the_scratch(tmp_path: Path) -> None:
             f"""
             import os, subprocess, sys, time
             import torch
-            from torch.utils.data import DataLoader, TensorDataset
+            from torch.utils.data import DataLoader, Dataset
+
+            class Records(Dataset):
+                def __len__(self):
+                    return 8
+
+                def __getitem__(self, index):
+                    return torch.full((2,), float(index))
 
             def main():
-                loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=2)
+                loader = DataLoader(Records(), batch_size=2)
                 subprocess.Popen([sys.executable, "-c", {GRANDCHILD!r}, {str(grandchild)!r}])
                 while not os.path.exists({str(grandchild)!r}):
                     time.sleep(0.01)
