@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from accel_lint.config import Settings
-from accel_lint.engine import Analysis, analyze, safety_allowed
+from accel_lint.engine import Analysis, analyze, rules_for, safety_allowed
 from accel_lint.layout import reflow
 from accel_lint.parse import analysis_conditions, too_deep_to_analyse
 from accel_lint.rewrite import apply_fixes_once
@@ -129,6 +129,10 @@ def _fix_loop(
             AppliedFix(f.code, f.fix.message, f.equivalence) for f in chosen if f.fix is not None
         )
         text = new_text
+        # a fix can bring in another rule's trigger words (a DDP migration makes the
+        # script distributed, and its `torch.load` then needs map_location): the next
+        # pass also runs the enabled rules the fixed text may now match
+        rules = _with_newly_triggered(rules, settings.codes_for(path), text)
     return FixOutcome(
         path,
         source,
@@ -138,6 +142,13 @@ def _fix_loop(
         f"fixes did not converge after {MAX_ITERATIONS} passes; the file was left unchanged. "
         "This is a bug in accel-lint: please report it.",
     )
+
+
+def _with_newly_triggered(
+    rules: Sequence[type[Rule]], codes: frozenset[str], text: str
+) -> Sequence[type[Rule]]:
+    added = [rule for rule in rules_for(codes, text.encode("utf-8")) if rule not in rules]
+    return [*rules, *added] if added else rules
 
 
 def _reported(analysis: Analysis) -> Counter[str]:

@@ -212,3 +212,86 @@ def test_decode_reports_the_bad_byte() -> None:
     with pytest.raises(DecodeError, match=r"byte 0xff at offset 7"):
         decode(b"x = 1\n#\xff\n")
     assert decode(b"\xef\xbb\xbfx = 1\n").encoding == "utf-8-sig"
+
+
+def test_a_rule_a_fix_brings_in_runs_in_the_same_fix(tmp_path: Path) -> None:
+    # The DataParallel migration (ACL401) makes the script distributed; only then does
+    # its `torch.load` need map_location (ACL412), whose trigger words were not in the
+    # original file. One `fix` must apply both: a second run changes nothing.
+    from tests.support import cli
+
+    script = tmp_path / "train.py"
+    script.write_text(MIGRATED_LOAD, encoding="utf-8")
+    first = cli(
+        "fix",
+        "--apply",
+        "--unsafe-fixes",
+        "--select",
+        "ALL",
+        "--isolated",
+        "train.py",
+        cwd=tmp_path,
+    )
+    assert first.returncode in (0, 1), first.stderr
+    fixed = script.read_text(encoding="utf-8")
+    assert "DistributedDataParallel" in fixed
+    assert 'torch.load("./checkpoint/ckpt.pth", map_location="cpu")' in fixed
+    again = cli(
+        "fix",
+        "--apply",
+        "--unsafe-fixes",
+        "--select",
+        "ALL",
+        "--isolated",
+        "train.py",
+        cwd=tmp_path,
+    )
+    assert "Fixed" not in again.stdout + again.stderr
+    assert script.read_text(encoding="utf-8") == fixed
+
+
+MIGRATED_LOAD = """\
+import argparse
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+
+class Shards(Dataset):
+    def __init__(self, root):
+        self.files = sorted(os.listdir(root))
+        self.root = root
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, index):
+        return torch.load(os.path.join(self.root, self.files[index]))
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", action="store_true")
+args = parser.parse_args()
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+trainset = Shards("data")
+trainloader = DataLoader(trainset, batch_size=128, shuffle=True, num_workers=2)
+net = nn.Linear(8, 2).to(device)
+if device == "cuda":
+    net = torch.nn.DataParallel(net)
+if args.resume:
+    checkpoint = torch.load("./checkpoint/ckpt.pth")
+    net.load_state_dict(checkpoint["net"])
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+
+for epoch in range(10):
+    for inputs, targets in trainloader:
+        inputs, targets = inputs.to(device), targets.to(device)
+        optimizer.zero_grad()
+        F.cross_entropy(net(inputs), targets).backward()
+        optimizer.step()
+    torch.save({"net": net.state_dict()}, "./checkpoint/ckpt.pth")
+"""
