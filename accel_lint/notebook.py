@@ -192,6 +192,12 @@ def _language(doc: dict[str, Any]) -> str | None:
     return None
 
 
+def mask_cell(text: str) -> str:
+    """A code cell's text with IPython's own lines (magics, shell escapes, help) made
+    `pass` lines, line for line, so that the rest parses as Python (the server uses it)."""
+    return _mask(text, [])
+
+
 def _mask(text: str, magics: list[str]) -> str:
     lines = text.split("\n")
     first = lines[0].lstrip() if lines else ""

@@ -28,14 +28,13 @@ from accel_lint.config import ConfigError, Settings, load_settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.engine import analyze, fix_edits, rules_for, text_edits
 from accel_lint.lint import fix_bytes, lint_bytes, lint_program
+from accel_lint.notebook import mask_cell
 from accel_lint.pages import page_url
 from accel_lint.rules import BY_CODE
 from accel_lint.source import decode
 
 SOURCE = "accel-lint"
 FIX_ALL = types.CodeActionKind.SourceFixAll + ".accel-lint"
-# A line IPython runs rather than Python parses: a magic, a shell escape, help.
-_MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
 _NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 
 
@@ -148,8 +147,8 @@ class AccelLintServer(LanguageServer):
             )
 
     def notebook_program(self, notebook: types.NotebookDocument) -> tuple[str, list[CellLines]]:
-        """The code cells joined as one program, IPython's own lines masked so that
-        the rest parses; a cell magic (`%%bash`) hides its whole cell."""
+        """The code cells joined as one program, IPython's own lines masked as `fix`
+        masks them, so that the rest parses; a cell magic (`%%bash`) hides its cell."""
         parts: list[str] = []
         cells: list[CellLines] = []
         row = 1
@@ -157,11 +156,7 @@ class AccelLintServer(LanguageServer):
             if cell.kind != types.NotebookCellKind.Code:
                 continue
             text = self.workspace.get_text_document(cell.document).source
-            lines = text.splitlines() or [""]
-            if lines[0].lstrip().startswith("%%"):
-                masked = ["" for _ in lines]
-            else:
-                masked = [mask_magic(line) for line in lines]
+            masked = mask_cell(text).splitlines() or [""]
             cells.append(CellLines(cell.document, row, len(masked)))
             parts.append("\n".join(masked) + "\n")
             row += len(masked)
@@ -215,13 +210,6 @@ def fixes_for(
         )
         out.append(replace(diagnostic, fix=view))
     return out + list(by_place.values())
-
-
-def mask_magic(line: str) -> str:
-    if not _MAGIC.match(line):
-        return line
-    indent = line[: len(line) - len(line.lstrip())]
-    return f"{indent}pass"
 
 
 def moved(edits: Iterable[Edit], shift: int) -> tuple[Edit, ...]:

@@ -155,8 +155,8 @@ def command(target: Target, launch: Launch) -> list[str]:
     return [target.python, script, *target.args]
 
 
-# multiprocessing puts a DataLoader worker's socket at
-# $TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX (32 bytes after TMPDIR), and a Unix
+# multiprocessing puts a DataLoader worker's socket at $TMPDIR/pymp-<8 random
+# characters>/listener-<8 random characters> (32 bytes after TMPDIR), and a Unix
 # socket path holds at most 107: past that the workers hang instead of failing.
 SOCKET_PATH_MAX = 107
 MULTIPROCESSING_SUFFIX = 32
