@@ -74,15 +74,16 @@ def fix_source(
     path: str,
     source: Source,
     settings: Settings,
-    rules: Sequence[type[Rule]],
+    codes: frozenset[str],
     *,
     unsafe: bool,
 ) -> FixOutcome:
-    """Fix until nothing fixable is left. The source is never partly fixed: on a bug
-    (no convergence, unparsable result) the original text is returned with `error`."""
+    """Fix with the rules of `codes` until nothing fixable is left. The source is never
+    partly fixed: on a bug (no convergence, unparsable result) the original text is
+    returned with `error`."""
     with analysis_conditions():
         try:
-            return _fix_loop(path, source, settings, rules, unsafe=unsafe)
+            return _fix_loop(path, source, settings, codes, unsafe=unsafe)
         except RecursionError:
             # nesting the parse's depth check cannot see (thousands of concatenated
             # strings): the file stays as it is, reported like one too deep to parse
@@ -96,11 +97,12 @@ def _fix_loop(
     path: str,
     source: Source,
     settings: Settings,
-    rules: Sequence[type[Rule]],
+    codes: frozenset[str],
     *,
     unsafe: bool,
 ) -> FixOutcome:
     text = source.text
+    rules: Sequence[type[Rule]] = rules_for(codes, text.encode("utf-8"))
     applied: list[AppliedFix] = []
     for _ in range(MAX_ITERATIONS):
         analysis = analyze(path, Source(text, source.encoding), settings, rules)
@@ -132,7 +134,7 @@ def _fix_loop(
         # a fix can bring in another rule's trigger words (a DDP migration makes the
         # script distributed, and its `torch.load` then needs map_location): the next
         # pass also runs the enabled rules the fixed text may now match
-        rules = _with_newly_triggered(rules, settings.codes_for(path), text)
+        rules = _with_newly_triggered(rules, codes, text)
     return FixOutcome(
         path,
         source,

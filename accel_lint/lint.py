@@ -290,13 +290,14 @@ class _TextFix:
 
 
 def _fix_text(path: str, data: bytes, source: Source, settings: Settings) -> _TextFix:
-    from accel_lint.engine import diagnostics, rules_for
+    from accel_lint.engine import diagnostics
     from accel_lint.fixer import fix_source
     from accel_lint.parse import analysis_conditions
 
-    rules = rules_for(settings.codes_for(path), data)
     with analysis_conditions():
-        outcome = fix_source(path, source, settings, rules, unsafe=settings.unsafe_fixes)
+        outcome = fix_source(
+            path, source, settings, settings.codes_for(path), unsafe=settings.unsafe_fixes
+        )
         remaining = diagnostics(outcome.remaining) if outcome.remaining is not None else None
     return _TextFix(
         outcome.fixed_text,

@@ -124,7 +124,7 @@ def fix(text: str, settings: Settings, path: str = "example.py") -> str:
         path,
         Source(text, "utf-8"),
         settings,
-        rules_for(settings.enabled, text.encode()),
+        settings.enabled,
         unsafe=settings.unsafe_fixes,
     )
     assert outcome.error is None, outcome.error

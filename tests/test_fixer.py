@@ -138,7 +138,7 @@ def test_a_fix_that_breaks_the_code_is_dropped(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(fixer, "apply_fixes_once", lambda module, fixes: "def broken(:\n")
     settings = settings_for(("ACL102",))
-    outcome = fix_source("t.py", Source(SCRIPT, "utf-8"), settings, _rules(settings), unsafe=False)
+    outcome = fix_source("t.py", Source(SCRIPT, "utf-8"), settings, settings.enabled, unsafe=False)
     assert outcome.fixed_text == SCRIPT
     assert outcome.error is not None and "does not parse" in outcome.error
 
@@ -151,15 +151,9 @@ def test_non_converging_fixes_are_reported_and_reverted(monkeypatch: pytest.Monk
         fixer, "apply_fixes_once", lambda module, fixes: module.code + f"# pass {next(counter)}\n"
     )
     settings = settings_for(("ACL102",))
-    outcome = fix_source("t.py", Source(SCRIPT, "utf-8"), settings, _rules(settings), unsafe=False)
+    outcome = fix_source("t.py", Source(SCRIPT, "utf-8"), settings, settings.enabled, unsafe=False)
     assert outcome.fixed_text == SCRIPT
     assert outcome.error is not None and "did not converge" in outcome.error
-
-
-def _rules(settings):  # type: ignore[no-untyped-def]
-    from accel_lint.engine import rules_for
-
-    return rules_for(settings.enabled, b"DataLoader")
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from accel_lint.engine import diagnostics, rules_for
+from accel_lint.engine import diagnostics
 from accel_lint.fixer import fix_source
 from accel_lint.source import Source
 from tests.support import fix, settings_for
@@ -140,7 +140,7 @@ def test_remaining_findings_point_at_the_laid_out_lines() -> None:
         "t.py",
         Source(text, "utf-8"),
         settings,
-        rules_for(settings.enabled, text.encode()),
+        settings.enabled,
         unsafe=False,
     )
     assert outcome.remaining is not None

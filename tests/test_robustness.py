@@ -105,24 +105,18 @@ def _check_fix_invariants(text: str) -> None:
         compile(text, "gen.py", "exec", dont_inherit=True)
     except SyntaxError:
         return  # the mutation produced invalid Python: only the no-crash property applies
-    rules = _all_rules()
-    outcome = fix_source("gen.py", Source(text, "utf-8"), ALL_UNSAFE, rules, unsafe=True)
+    codes = ALL_UNSAFE.enabled
+    outcome = fix_source("gen.py", Source(text, "utf-8"), ALL_UNSAFE, codes, unsafe=True)
     assert outcome.error is None, outcome.error
     cst.parse_module(outcome.fixed_text)
     compile(outcome.fixed_text, "gen.py", "exec", dont_inherit=True)
     again = fix_source(
-        "gen.py", Source(outcome.fixed_text, "utf-8"), ALL_UNSAFE, rules, unsafe=True
+        "gen.py", Source(outcome.fixed_text, "utf-8"), ALL_UNSAFE, codes, unsafe=True
     )
     assert again.fixed_text == outcome.fixed_text, "a second pass changed the fixed code"
     for line in outcome.fixed_text.splitlines():
         # a split call's suppression stays on its first line, the reported one
         assert not _NOQA_ON_CLOSING.match(line), f"a noqa moved off its line: {line!r}"
-
-
-def _all_rules():  # type: ignore[no-untyped-def]
-    from accel_lint.rules import RULES
-
-    return [e.rule for e in RULES]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -233,14 +233,14 @@ def verify(
                 str(script),
                 Source(source.text, source.encoding),
                 settings,
-                rules_for(codes & subset, data),
+                codes & subset,
                 unsafe=unsafe,
             )
             if outcome.error is not None:
                 fail(f"{script}: {outcome.error}")
             return outcome.fixed_text
 
-        outcome = fix_source(str(script), source, settings, rules, unsafe=unsafe)
+        outcome = fix_source(str(script), source, settings, codes, unsafe=unsafe)
         if outcome.error is not None:
             fail(f"{script}: {outcome.error}")
         fixes, unfixed = fix_items(outcome.applied, found, str(script), unsafe)
