@@ -244,6 +244,25 @@ def test_a_rule_a_fix_brings_in_runs_in_the_same_fix(tmp_path: Path) -> None:
     assert script.read_text(encoding="utf-8") == fixed
 
 
+def test_a_fix_limited_to_some_codes_brings_in_only_those() -> None:
+    # verify fixes one rule at a time to find which fix broke a run: the rule the DDP
+    # migration newly triggers (ACL412) joins only when its code is among those asked for
+    settings = settings_for(("ALL",), unsafe=True)
+    only = fix_source(
+        "t.py", Source(MIGRATED_LOAD, "utf-8"), settings, frozenset({"ACL401"}), unsafe=True
+    )
+    assert {a.code for a in only.applied} == {"ACL401"}
+    assert 'torch.load("./checkpoint/ckpt.pth")' in only.fixed_text
+    both = fix_source(
+        "t.py",
+        Source(MIGRATED_LOAD, "utf-8"),
+        settings,
+        frozenset({"ACL401", "ACL412"}),
+        unsafe=True,
+    )
+    assert {a.code for a in both.applied} == {"ACL401", "ACL412"}
+
+
 MIGRATED_LOAD = """\
 import argparse
 import os
