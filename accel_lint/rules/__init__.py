@@ -1,15 +1,20 @@
 """The rule table: one line per rule, sorted by code. Codes are a public contract.
 
 Each line names the rule's class (imported only when a file needs it), whether it
-is on by default, and its trigger words: a file that contains none of them cannot
-match, so it is never parsed for that rule (a name can only be resolved through an
-import if it is spelled somewhere). The table itself imports nothing heavy, so
-`check` on files that mention no trigger never loads libcst.
+is on by default, its trigger words and what else the file must contain: a file that
+contains none of the trigger words, or misses a requirement, cannot match, so it is
+never parsed for that rule (a name can only be resolved through an import if it is
+spelled somewhere). Requirements are what a rule's definition needs besides its own
+API (a backward call for a rule about training, `cuda` for one about CUDA); they keep
+library code that merely mentions the words (torch's own sources) from being parsed.
+The table itself imports nothing heavy, so `check` on files that mention no trigger
+never loads libcst.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -18,12 +23,17 @@ if TYPE_CHECKING:
     from accel_lint.rule import Rule
 
 
+Need = tuple[bytes | re.Pattern[bytes], ...]
+
+
 @dataclass(frozen=True)
 class RuleEntry:
     code: str
     target: str  # "module.Class" inside this package
     triggers: tuple[bytes, ...]
     default_enabled: bool = True
+    # each must be met too: one of its words appears, or one of its patterns matches
+    requires: tuple[Need, ...] = ()
 
     @cached_property
     def rule(self) -> type[Rule]:
@@ -34,7 +44,12 @@ class RuleEntry:
         return cls
 
     def may_match(self, data: bytes) -> bool:
-        return not self.triggers or any(t in data for t in self.triggers)
+        if self.triggers and not any(t in data for t in self.triggers):
+            return False
+        return all(
+            any(w in data if isinstance(w, bytes) else w.search(data) for w in need)
+            for need in self.requires
+        )
 
 
 # trigger words several rules share (the loader rules share one word on purpose: a fix
@@ -44,6 +59,34 @@ CONV = (b"Conv1d", b"Conv2d", b"Conv3d", b"ConvTranspose")
 DATA_PARALLEL = (b"DataParallel",)
 DISTRIBUTED = (b"init_process_group", b"DistributedDataParallel", b"horovod")
 COMPILE = (b"compile",)
+
+# Requirements (each pattern starts with a literal: `re` then scans for it quickly).
+# A backward pass (what `Training.trains` and the loop facts look for):
+# `loss.backward()`, `accelerator.backward(loss)`, `self.manual_backward(loss)`,
+# `torch.autograd.backward(...)` or that function imported; not `def backward(ctx, g)`
+TRAINS: Need = (
+    re.compile(
+        rb"backward(?<!def backward)(?<![A-Za-z0-9_]backward)(?:\s*\(|\s+as\b)|manual_backward"
+    ),
+)
+# what `FileFacts.touches_cuda` looks for: `.cuda()`, `torch.cuda.*`, a "cuda" device,
+# `torch.accelerator.*`
+CUDA: Need = (b"cuda", b"accelerator")
+AUTOCAST: Need = (b"autocast",)
+# a call of `torch.compile` (the name may be imported, or renamed on import); a file
+# whose only `compile(` is `re.compile(` or `_compile(` does not match
+COMPILE_CALL: Need = (
+    re.compile(rb"compile(?<!re\.compile)(?<![A-Za-z0-9_]compile)(?:\s*\(|\s+as\b)"),
+)
+# a call's result moved: `torch.zeros(...).cuda()`, `torch.tensor(...)\n    .to(device)`
+MOVED_RESULT: Need = (re.compile(rb"\)(?:[\s\\]|#[^\n]*\n)*\.\s*(?:cuda|to)\s*\("),)
+# what an evaluation loop iterates (`facts.evaluation`'s data names, `DataLoader`)
+DATA: Need = (
+    re.compile(rb"(?i:loader|data_?set|batches|data_?iter|data_source)"),
+    # `ds`, `val_dl`, `dl_train`
+    re.compile(rb"[dD][lsLS](?<![A-Za-z0-9][dD][lsLS])(?![A-Za-z0-9])"),
+)
+AUTOGRAD: Need = (b"autograd",)  # every debugging aid ACL303 knows is in torch.autograd
 
 RULES: tuple[RuleEntry, ...] = (
     # a noqa comment naming one of our codes (one naming only E501 costs no parse)
@@ -58,28 +101,41 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL104", "workers_restarted_each_epoch.WorkersRestartedEachEpoch", LOADER),
     RuleEntry("ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
-    RuleEntry("ACL202", "cudnn_autotuner_off.CudnnAutotunerOff", CONV),
-    RuleEntry("ACL203", "tensor_created_then_moved.TensorCreatedThenMoved", (b".cuda(", b".to(")),
-    RuleEntry("ACL204", "jit_script_for_fusion.JitScriptForFusion", (b"jit",)),
-    RuleEntry("ACL205", "compile_mode_positional.CompileModePositional", COMPILE),
-    RuleEntry("ACL206", "compile_in_loop.CompileInLoop", COMPILE),
+    RuleEntry("ACL202", "cudnn_autotuner_off.CudnnAutotunerOff", CONV, requires=(TRAINS, CUDA)),
+    RuleEntry(
+        "ACL203",
+        "tensor_created_then_moved.TensorCreatedThenMoved",
+        (b".cuda", b".to"),
+        requires=(MOVED_RESULT,),
+    ),
+    RuleEntry("ACL204", "jit_script_for_fusion.JitScriptForFusion", (b"jit",), requires=(TRAINS,)),
+    RuleEntry(
+        "ACL205",
+        "compile_mode_positional.CompileModePositional",
+        COMPILE,
+        requires=(COMPILE_CALL,),
+    ),
+    RuleEntry("ACL206", "compile_in_loop.CompileInLoop", COMPILE, requires=(COMPILE_CALL,)),
     RuleEntry(
         "ACL207",
         "fp32_matmul_precision_default.Fp32MatmulPrecisionDefault",
         (b".step",),
         default_enabled=False,
+        requires=(TRAINS, CUDA),
     ),
     RuleEntry(
         "ACL208",
         "channels_last_convnet.ChannelsLastConvnet",
         (b"Conv2d", b"ConvTranspose2d"),
         default_enabled=False,
+        requires=(TRAINS, CUDA, AUTOCAST),
     ),
     RuleEntry(
         "ACL209",
         "tensor_core_misaligned_dims.TensorCoreMisalignedDims",
         (b"Linear", b"Embedding"),
         default_enabled=False,
+        requires=(CUDA, AUTOCAST),
     ),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
@@ -87,6 +143,7 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL303",
         "debug_api_left_on.DebugApiLeftOn",
         (b"anomaly", b"profile", b"emit_nvtx", b"gradcheck"),
+        requires=(AUTOGRAD,),
     ),
     RuleEntry(
         "ACL304",
@@ -95,12 +152,18 @@ RULES: tuple[RuleEntry, ...] = (
     ),
     RuleEntry("ACL305", "clip_scaled_gradients.ClipScaledGradients", (b"clip_grad",)),
     RuleEntry("ACL306", "apex_amp.ApexAmp", (b"apex",)),
-    RuleEntry("ACL307", "loss_accumulated_with_graph.LossAccumulatedWithGraph", (b"backward",)),
+    RuleEntry(
+        "ACL307",
+        "loss_accumulated_with_graph.LossAccumulatedWithGraph",
+        (b"backward",),
+        requires=(TRAINS,),
+    ),
     RuleEntry(
         "ACL308",
         "step_sync_every_iteration.StepSyncEveryIteration",
         (b"backward",),
         default_enabled=False,
+        requires=(TRAINS,),
     ),
     RuleEntry(
         "ACL309",
@@ -108,11 +171,17 @@ RULES: tuple[RuleEntry, ...] = (
         (b"Adam", b"SGD"),
         default_enabled=False,
     ),
-    RuleEntry("ACL310", "accumulated_loss_not_scaled.AccumulatedLossNotScaled", (b"backward",)),
+    RuleEntry(
+        "ACL310",
+        "accumulated_loss_not_scaled.AccumulatedLossNotScaled",
+        (b"backward",),
+        requires=(TRAINS,),
+    ),
     RuleEntry(
         "ACL311",
         "eval_without_no_grad.EvalWithoutNoGrad",
         (b"eval", b"valid", b"test", b"predict", b"infer", b"Eval", b"Valid", b"Test", b"(False)"),
+        requires=(DATA,),
     ),
     RuleEntry("ACL312", "grad_scaler_with_bf16.GradScalerWithBf16", (b"GradScaler",)),
     RuleEntry("ACL313", "tf32_legacy_api.Tf32LegacyApi", (b"allow_tf32",)),
@@ -120,12 +189,13 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL314", "fp16_autocast_without_grad_scaler.Fp16AutocastWithoutGradScaler", (b"autocast",)
     ),
     RuleEntry("ACL315", "empty_cache_in_loop.EmptyCacheInLoop", (b"empty_cache",)),
-    RuleEntry("ACL316", "foreach_disabled.ForeachDisabled", (b"foreach",)),
+    RuleEntry("ACL316", "foreach_disabled.ForeachDisabled", (b"foreach",), requires=(CUDA,)),
     RuleEntry(
         "ACL317",
         "determinism_left_on.DeterminismLeftOn",
         (b"deterministic",),
         default_enabled=False,
+        requires=(TRAINS,),
     ),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
@@ -153,6 +223,7 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL409",
         "accumulation_without_no_sync.AccumulationWithoutNoSync",
         (b"DistributedDataParallel",),
+        requires=(TRAINS,),
     ),
     RuleEntry("ACL410", "apex_ddp.ApexDdp", (b"apex",)),
     RuleEntry("ACL411", "wrapped_state_dict_saved.WrappedStateDictSaved", DATA_PARALLEL),
