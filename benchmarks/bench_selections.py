@@ -43,6 +43,7 @@ def torch_sources() -> Path:
 
 def parsed_share(corpus: Path, codes: str) -> tuple[int, int, float]:
     """Files, files the prefilter lets through for `codes`, and their MB."""
+    sys.path.insert(0, str(HERE))
     from accel_lint.rules import RULES
 
     wanted = {e.code for e in RULES} if codes == "ALL" else set(codes.split(","))
@@ -56,10 +57,14 @@ def parsed_share(corpus: Path, codes: str) -> tuple[int, int, float]:
     return files, through, size / 1e6
 
 
-def run_once(corpus: Path, codes: str, pythonpath: str | None) -> tuple[float, float]:
-    env = dict(os.environ)
-    if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
+# this checkout: what the selections run (not whatever the venv has installed)
+HERE = Path(__file__).resolve().parent.parent
+
+
+def run_once(corpus: Path, codes: str, checkout: Path) -> tuple[float, float]:
+    # `-m` puts the working directory first on sys.path: run from the filesystem root so
+    # that PYTHONPATH, not the directory the benchmark was started in, picks the build
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(
@@ -68,6 +73,7 @@ def run_once(corpus: Path, codes: str, pythonpath: str | None) -> tuple[float, f
             *("--no-cache", "--exit-zero", "-q", "--select", codes),
         ],
         env=env,
+        cwd="/",
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -86,17 +92,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
     corpus = args.corpus or torch_sources()
-    variants: list[tuple[str, str, str | None]] = [
-        (f"{baseline.name} (ALL)", "ALL", str(baseline)) for baseline in args.baseline
+    variants: list[tuple[str, str, Path]] = [
+        (f"{baseline.name} (ALL)", "ALL", baseline.resolve()) for baseline in args.baseline
     ]
     variants += [
-        ("first rules (0.1 + ACL001)", FIRST, None),
-        ("first + second wave", f"{FIRST},{SECOND}", None),
-        ("ALL", "ALL", None),
+        ("first rules (0.1 + ACL001)", FIRST, HERE),
+        ("first + second wave", f"{FIRST},{SECOND}", HERE),
+        ("ALL", "ALL", HERE),
     ]
     print(f"corpus {corpus}, load average {os.getloadavg()[0]:.1f}")
     for label, codes, path in variants:
-        if path is None:
+        if path == HERE:
             files, through, size = parsed_share(corpus, codes)
             print(f"  {label}: {through} of {files} files parsed ({size:.1f} MB)")
     results: dict[str, list[tuple[float, float]]] = {label: [] for label, _, _ in variants}
