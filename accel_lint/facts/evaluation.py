@@ -36,7 +36,7 @@ _DATA_NAME = re.compile(
     re.IGNORECASE,
 )
 # Modules spelled like one.
-_MODEL_NAME = re.compile(
+MODEL_NAME = re.compile(
     r"^(?:.*model.*|.*net|.*network|net_?\w*|encoder|decoder|generator|discriminator|"
     r"classifier|backbone|teacher|student|predictor|detector|[gd]|ema)$",
     re.IGNORECASE,
@@ -150,7 +150,7 @@ class Evaluations:
             return True
         if isinstance(func, cst.Name) and func.value == "self":
             return self.calls.class_of(site.function) is not None
-        return bool(_MODEL_NAME.match(last_name(func) or ""))
+        return bool(MODEL_NAME.match(last_name(func) or ""))
 
 
 def _switches_to_eval(call: cst.Call) -> bool:

@@ -6,13 +6,20 @@ Page: rules/ACL315.md
 in a function of the file it calls, with the call not under a condition of that loop
 (`if step % 100 == 0:` runs it now and then); a test of whether a device is there
 (`if torch.cuda.is_available():`) is not such a condition.
+
+A loop that builds its model anew on each iteration (`model = GPTModel(cfg)`) runs
+trials, not training steps: a batch-size search or a benchmark of several sizes,
+whose `del model; torch.cuda.empty_cache()` hands one trial's memory to the next.
 """
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from accel_lint.facts.loops import Loops, machine_test
+from accel_lint.facts.evaluation import MODEL_NAME
+from accel_lint.facts.loops import Loop, Loops, machine_test
 from accel_lint.facts.statements import Statements
 from accel_lint.facts.syntax import last_name
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
@@ -35,7 +42,8 @@ class EmptyCacheInLoop(Rule):
             return
         loops = Loops.of(self.facts)
         for site in sites:
-            if loops.every_step(site, ignoring=machine_test) is None:
+            loop = loops.every_step(site, ignoring=machine_test)
+            if loop is None or _builds_a_model(loop):
                 continue
             message = (
                 f"`{last_name(site.node.func)}()` runs on every training step: it hands the "
@@ -55,3 +63,70 @@ class EmptyCacheInLoop(Rule):
     def _fix(self, call: cst.Call) -> Fix | None:
         removal = Statements.of(self.facts).removal(call)
         return Fix("Remove the call", removal) if removal is not None else None
+
+
+def _builds_a_model(loop: Loop) -> bool:
+    """The loop's body binds a name spelled like a model to a new one each iteration:
+    a class or a factory called, not that name read (`model = Net(cfg).to(device)`,
+    `net = build_model(cfg)`; not `model = model.to(device)`, `model =
+    torch.compile(model)`, nor a module's output such as `d = netD(x)`)."""
+    finder = _ModelBuilds()
+    for statement in loop.body.body:
+        statement.visit(finder)
+        if finder.found:
+            return True
+    return False
+
+
+class _ModelBuilds(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # defined here, not run on each iteration
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not isinstance(node.value, cst.Call):
+            return
+        for target in node.targets:
+            name = target.target
+            if (
+                isinstance(name, cst.Name)
+                and MODEL_NAME.match(name.value)
+                and _builds(node.value)
+                and not _reads(node.value, name.value)
+            ):
+                self.found = True
+
+
+# factories: `build_model(cfg)`, `create_model(...)`, `AutoModel.from_pretrained(...)`,
+# `copy.deepcopy(base)`
+_FACTORY = re.compile(r"^_*(?:build|create|make|load|get|init)_?\w*|from_pretrained|deepcopy$")
+
+
+def _builds(value: cst.Call) -> bool:
+    """The call at the root of a chain (`Net(cfg)` in `Net(cfg).half().to(d)`) calls a
+    class (capitalised) or a factory."""
+    root: cst.BaseExpression = value
+    while (
+        isinstance(root, cst.Call)
+        and isinstance(root.func, cst.Attribute)
+        and isinstance(root.func.value, cst.Call)
+    ):
+        root = root.func.value
+    assert isinstance(root, cst.Call)
+    name = last_name(root.func) or ""
+    return name[:1].isupper() or bool(_FACTORY.match(name))
+
+
+def _reads(expr: cst.CSTNode, name: str) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            return True
+        stack.extend(node.children)
+    return False

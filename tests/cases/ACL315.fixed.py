@@ -90,3 +90,26 @@ def train_own_cache(loader, cache):
         F.cross_entropy(model(x), y).backward()
         optimizer.step()
         Cache().empty_cache()
+
+
+class Net(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.layer = torch.nn.Linear(8, width)
+
+
+def largest_batch(sizes, device):
+    # trials, not steps: each iteration builds its own model and frees it for the next
+    for batch_size in sizes:
+        model = Net(batch_size).to(device)
+        x = torch.randn(batch_size, 8, device=device)
+        model.layer(x).sum().backward()
+        del model, x
+        torch.cuda.empty_cache()
+
+
+def train_rebinding(model, loader, device):
+    for x, y in loader:
+        model = model.to(device)  # the same model: every step still empties the cache
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
