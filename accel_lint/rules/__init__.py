@@ -78,6 +78,13 @@ AUTOCAST: Need = (b"autocast",)
 COMPILE_CALL: Need = (
     re.compile(rb"compile(?<!re\.compile)(?<![A-Za-z0-9_]compile)(?:\s*\(|\s+as\b)"),
 )
+# and the way to reach it: `torch.compile`, torch renamed (`th.compile`), or imported
+# from torch
+TORCH_COMPILE: Need = (
+    re.compile(rb"torch\s*\.\s*compile"),
+    b"import torch as",
+    re.compile(rb"from\s+torch\s+import"),
+)
 # a call's result moved: `torch.zeros(...).cuda()`, `torch.tensor(...)\n    .to(device)`
 MOVED_RESULT: Need = (re.compile(rb"\)(?:[\s\\]|#[^\n]*\n)*\.\s*(?:cuda|to)\s*\("),)
 # what an evaluation loop iterates (`facts.evaluation`'s data names, `DataLoader`)
@@ -113,9 +120,11 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL205",
         "compile_mode_positional.CompileModePositional",
         COMPILE,
-        requires=(COMPILE_CALL,),
+        requires=(COMPILE_CALL, TORCH_COMPILE),
     ),
-    RuleEntry("ACL206", "compile_in_loop.CompileInLoop", COMPILE, requires=(COMPILE_CALL,)),
+    RuleEntry(
+        "ACL206", "compile_in_loop.CompileInLoop", COMPILE, requires=(COMPILE_CALL, TORCH_COMPILE)
+    ),
     RuleEntry(
         "ACL207",
         "fp32_matmul_precision_default.Fp32MatmulPrecisionDefault",
