@@ -62,6 +62,10 @@ class Loops:
         self._training: list[Loop] | None = None
         self._in_handlers: set[int] | None = None
         self._step: dict[Loop, bool] = {}
+        # the calls in each loop (`in_body`: run by its body, not its header), built
+        # once: scanning a function's calls for each of its loops is quadratic in a
+        # long module-level script
+        self._by_loop: dict[tuple[Loop, bool], list[CallSite]] | None = None
 
     @classmethod
     def of(cls, facts: FileFacts) -> Loops:
@@ -75,8 +79,20 @@ class Loops:
 
     def body_calls(self, loop: Loop) -> list[CallSite]:
         """Calls the loop's body runs itself (not its header, not nested defs)."""
-        function = self.site(loop).function
-        return [s for s in self.calls.by_function.get(function, ()) if loop in s.bodies]
+        return self._calls_in(loop, in_body=True)
+
+    def _calls_in(self, loop: Loop, *, in_body: bool) -> list[CallSite]:
+        if self._by_loop is None:
+            index: dict[tuple[Loop, bool], list[CallSite]] = {}
+            for sites in self.calls.by_function.values():
+                for s in sites:
+                    for body_loop in dict.fromkeys(s.bodies):
+                        index.setdefault((body_loop, True), []).append(s)
+                    for any_loop in dict.fromkeys(s.loops):
+                        index.setdefault((any_loop, False), []).append(s)
+            self._by_loop = index
+        # `loops` and `bodies` hold the loops of the site's own function only
+        return self._by_loop.get((loop, in_body), [])
 
     def callee_sites(self, site: CallSite) -> list[CallSite]:
         """The calls made by the body of the file's function that `site` runs."""
@@ -261,8 +277,7 @@ class Loops:
         return out
 
     def _inside(self, loop: Loop) -> list[CallSite]:
-        function = self.site(loop).function
-        return [s for s in self.calls.by_function.get(function, ()) if loop in s.loops]
+        return self._calls_in(loop, in_body=False)
 
     def _runs(self, site: CallSite, names: tuple[str, ...], depth: int) -> bool:
         func = site.node.func

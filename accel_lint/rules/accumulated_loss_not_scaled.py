@@ -28,6 +28,8 @@ _SCALING_AUGMENTED = (cst.DivideAssign, cst.MultiplyAssign, cst.FloorDivideAssig
 # tensor methods that scale: `loss.sum().mul(scale / batch)` is `loss.sum() * ...`
 _SCALING_METHODS = ("mul", "mul_", "div", "div_", "multiply", "divide", "true_divide")
 _MAX_DEPTH = 4
+# a name bound more often than this is not followed
+_MAX_BINDINGS = 16
 
 
 class AccumulatedLossNotScaled(Rule):
@@ -95,7 +97,9 @@ class AccumulatedLossNotScaled(Rule):
             return self._scaled(autograd, expr.value, scope, accumulation, depth + 1)
         if isinstance(expr, cst.Name):
             bindings = scope.lookup(expr.value)
-            if not bindings:
+            if not bindings or len(bindings) > _MAX_BINDINGS:
+                # unknown, or bound all over a long script (each accumulation following
+                # every binding would be quadratic): what cannot be read counts as scaled
                 return True
             for binding in bindings:
                 node = binding.node

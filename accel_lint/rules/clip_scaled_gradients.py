@@ -12,6 +12,7 @@ scaled backward (`if scaler: ... else: clip`) is not between them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import libcst as cst
@@ -51,28 +52,38 @@ class ClipScaledGradients(Rule):
         self.precision = Precision.of(self.facts)
         self.tree = Tree.of(self.facts)
         graph = CallGraph.of(self.facts)
+        # per function: where each call is, and where the scaled backward passes are
+        # (looked up by bisection: scanning back from every clip is quadratic)
+        indexed: dict[cst.FunctionDef | None, tuple[dict[int, int], list[int]]] = {}
         for clip in clips:
             calls = graph.by_function.get(clip.function, [])
-            found = self._around(clip, calls)
+            if clip.function not in indexed:
+                indexed[clip.function] = (
+                    {id(s.node): i for i, s in enumerate(calls)},
+                    [i for i, s in enumerate(calls) if _scaled_backward(s) is not None],
+                )
+            positions, scaled = indexed[clip.function]
+            found = self._around(clip, calls, positions[id(clip.node)], scaled)
             if found is not None:
                 self._report(found, calls)
 
     # -- the scaled step around a clip ---------------------------------------------------
 
-    def _around(self, clip: CallSite, calls: list[CallSite]) -> _Step | None:
-        index = next(i for i, s in enumerate(calls) if s is clip)
-        backward: CallSite | None = None
-        for site in reversed(calls[:index]):
-            receiver = _scaled_backward(site)
-            if receiver is not None:
-                backward = site
-                break
-        if backward is None or _exclusive(backward, clip):
+    def _around(
+        self, clip: CallSite, calls: list[CallSite], index: int, scaled: list[int]
+    ) -> _Step | None:
+        """The scaled step around the clip at `calls[index]`; `scaled` holds the
+        indices of the scaled backward passes, in order."""
+        before = bisect_left(scaled, index) - 1
+        if before < 0:
+            return None
+        backward = calls[scaled[before]]
+        if _exclusive(backward, clip):
             return None
         receiver = _scaled_backward(backward)
         assert receiver is not None
         key = code_for(receiver)
-        between = calls[calls.index(backward) + 1 : index]
+        between = calls[scaled[before] + 1 : index]
         if any(_method_on(s, "unscale_", key) for s in between):
             return None
         step = next(
