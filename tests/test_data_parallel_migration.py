@@ -155,9 +155,11 @@ SHAPES = {
     "branches": (["--epochs", "1"], "runs/model.pt"),
     # the BERT-era fine-tuning shape: its own DDP path, DataParallel as the fallback
     "own_ddp": (["--num_train_epochs", "1"], "output/model.bin"),
+    # WongKinYiu/yolov7 train.py: its own DDP path; `train()` unpacks its rank from `opt`
+    "rank_unpacked": (["--epochs", "1"], "runs/train/last.pt"),
 }
 # migrated scripts that, run with plain `python`, take their own single-process path
-SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp"}
+SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked"}
 # what the scripts write besides the checkpoint (the best one's copy, by rank 0)
 ALSO_WRITTEN = {"dataset_in_call": "runs/run/model_best.pth.tar"}
 

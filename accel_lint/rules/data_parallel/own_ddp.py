@@ -250,6 +250,7 @@ def _reads_environment(expr: cst.BaseExpression, facts: FileFacts) -> bool:
 def _assigned_from_environment(expr: cst.BaseExpression, scope: Scope, facts: FileFacts) -> bool:
     """A name or attribute whose every assignment reads the environment."""
     values: list[tuple[cst.BaseExpression, Scope]] = []
+    followed = False  # a binding to another name or attribute that reads the environment
     if isinstance(expr, cst.Name):
         for binding in scope.lookup(expr.value) or ():
             value = binding.value
@@ -260,11 +261,12 @@ def _assigned_from_environment(expr: cst.BaseExpression, scope: Scope, facts: Fi
             if isinstance(value, (cst.Name, cst.Attribute)) and value is not expr:
                 if not _assigned_from_environment(value, binding.scope, facts):
                     return False
+                followed = True
                 continue
             values.append((value, binding.scope))
     elif isinstance(expr, cst.Attribute):
         values = [(a.value, a.scope) for a in facts.attribute_assignments.get(expr.attr.value, ())]
-    return bool(values) and all(
+    return (bool(values) or followed) and all(
         any(env_key(sub, s) for sub in sub_expressions(value)) for value, s in values
     )
 
