@@ -157,9 +157,11 @@ SHAPES = {
     "own_ddp": (["--num_train_epochs", "1"], "output/model.bin"),
     # WongKinYiu/yolov7 train.py: its own DDP path; `train()` unpacks its rank from `opt`
     "rank_unpacked": (["--epochs", "1"], "runs/train/last.pt"),
+    # ultralytics/yolov3 train.py: its own DDP path, wrapped by `model = smart_DDP(model)`
+    "ddp_helper": (["--epochs", "1"], "runs/train/last.pt"),
 }
 # migrated scripts that, run with plain `python`, take their own single-process path
-SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked"}
+SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked", "ddp_helper"}
 # what the scripts write besides the checkpoint (the best one's copy, by rank 0)
 ALSO_WRITTEN = {"dataset_in_call": "runs/run/model_best.pth.tar"}
 
@@ -742,3 +744,18 @@ def test_directories_every_process_makes_tolerate_each_other() -> None:
         "if rank == 0:\n"
         "    torch.save(model.state_dict(), 'out/model.pt')\n"
     ) in migrated
+
+
+def test_a_project_helper_that_wraps_in_ddp_is_the_distributed_path() -> None:
+    text = (CASES / "ACL401_ddp_helper.py").read_text(encoding="utf-8")
+    # as in the real scripts: the helper comes from the project's utils
+    start = text.index("# the project's helper")
+    end = text.index("def train(")
+    imported = text[:start] + "from utils.torch_utils import smart_DDP\n\n\n" + text[end:]
+    migrated = migrate(imported)
+    assert "DataParallel(model)" not in migrated
+    assert "model = smart_DDP(model)" in migrated
+    # a helper that is not rebound to the model is no DDP wrap
+    unbound = imported.replace("model = smart_DDP(model)", "smart_DDP(model)")
+    (message,) = _acl401(unbound)
+    assert "no fix: the script sets up torch.distributed but never wraps in DDP" in message
