@@ -159,6 +159,8 @@ SHAPES = {
     "rank_unpacked": (["--epochs", "1"], "runs/train/last.pt"),
     # ultralytics/yolov3 train.py: its own DDP path, wrapped by `model = smart_DDP(model)`
     "ddp_helper": (["--epochs", "1"], "runs/train/last.pt"),
+    # Tianxiaomo/pytorch-YOLOv4 train.py: loader and epoch loop in the `train()` it calls
+    "train_function": (["--epochs", "1"], "checkpoints/model1.pth"),
 }
 # migrated scripts that, run with plain `python`, take their own single-process path
 SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked", "ddp_helper"}
@@ -247,6 +249,7 @@ IMPORTS = SCRIPT[: SCRIPT.index("\ndataset")]
 WRAP = "model = nn.DataParallel(nn.Linear(4, 1).cuda())\n"
 EPOCHS = "for epoch in range(2):\n"
 LOADER = "loader = DataLoader(dataset, batch_size=16, num_workers=2, pin_memory=True)\n"
+TRAIN_FUNCTION = (CASES / "ACL401_train_function.py").read_text(encoding="utf-8")
 NO_FIX = [
     pytest.param(
         _variant(WRAP, WRAP + "spare = nn.DataParallel(nn.Linear(4, 1))\n"),
@@ -420,6 +423,19 @@ NO_FIX = [
         _variant("import torch\n", "import torch\nsampler = None\n"),
         "the script already uses the name `sampler`",
         id="sampler-name-taken",
+    ),
+    pytest.param(
+        _variant("batch_size=16", "batch_size=BATCH").replace(
+            "\ndataset", "\nBATCH = 16\nbuffers = Buffers(batch=BATCH)\ndataset"
+        ),
+        "`buffers = Buffers(batch=BATCH)` is built for the batch of `loader` (`BATCH`), which "
+        "each process now divides",
+        id="something-else-built-for-the-batch",
+    ),
+    pytest.param(
+        TRAIN_FUNCTION.replace("    train(model=", "    for _ in range(2):\n        train(model="),
+        "no training loop over a DataLoader was found",
+        id="train-function-called-in-a-loop",
     ),
 ]
 
