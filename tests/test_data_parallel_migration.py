@@ -155,9 +155,15 @@ SHAPES = {
     "branches": (["--epochs", "1"], "runs/model.pt"),
     # the BERT-era fine-tuning shape: its own DDP path, DataParallel as the fallback
     "own_ddp": (["--num_train_epochs", "1"], "output/model.bin"),
+    # WongKinYiu/yolov7 train.py: its own DDP path; `train()` unpacks its rank from `opt`
+    "rank_unpacked": (["--epochs", "1"], "runs/train/last.pt"),
+    # ultralytics/yolov3 train.py: its own DDP path, wrapped by `model = smart_DDP(model)`
+    "ddp_helper": (["--epochs", "1"], "runs/train/last.pt"),
+    # Tianxiaomo/pytorch-YOLOv4 train.py: loader and epoch loop in the `train()` it calls
+    "train_function": (["--epochs", "1"], "checkpoints/model1.pth"),
 }
 # migrated scripts that, run with plain `python`, take their own single-process path
-SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp"}
+SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked", "ddp_helper"}
 # what the scripts write besides the checkpoint (the best one's copy, by rank 0)
 ALSO_WRITTEN = {"dataset_in_call": "runs/run/model_best.pth.tar"}
 
@@ -243,6 +249,7 @@ IMPORTS = SCRIPT[: SCRIPT.index("\ndataset")]
 WRAP = "model = nn.DataParallel(nn.Linear(4, 1).cuda())\n"
 EPOCHS = "for epoch in range(2):\n"
 LOADER = "loader = DataLoader(dataset, batch_size=16, num_workers=2, pin_memory=True)\n"
+TRAIN_FUNCTION = (CASES / "ACL401_train_function.py").read_text(encoding="utf-8")
 NO_FIX = [
     pytest.param(
         _variant(WRAP, WRAP + "spare = nn.DataParallel(nn.Linear(4, 1))\n"),
@@ -416,6 +423,19 @@ NO_FIX = [
         _variant("import torch\n", "import torch\nsampler = None\n"),
         "the script already uses the name `sampler`",
         id="sampler-name-taken",
+    ),
+    pytest.param(
+        _variant("batch_size=16", "batch_size=BATCH").replace(
+            "\ndataset", "\nBATCH = 16\nbuffers = Buffers(batch=BATCH)\ndataset"
+        ),
+        "`buffers = Buffers(batch=BATCH)` is built for the batch of `loader` (`BATCH`), which "
+        "each process now divides",
+        id="something-else-built-for-the-batch",
+    ),
+    pytest.param(
+        TRAIN_FUNCTION.replace("    train(model=", "    for _ in range(2):\n        train(model="),
+        "no training loop over a DataLoader was found",
+        id="train-function-called-in-a-loop",
     ),
 ]
 
@@ -740,3 +760,18 @@ def test_directories_every_process_makes_tolerate_each_other() -> None:
         "if rank == 0:\n"
         "    torch.save(model.state_dict(), 'out/model.pt')\n"
     ) in migrated
+
+
+def test_a_project_helper_that_wraps_in_ddp_is_the_distributed_path() -> None:
+    text = (CASES / "ACL401_ddp_helper.py").read_text(encoding="utf-8")
+    # as in the real scripts: the helper comes from the project's utils
+    start = text.index("# the project's helper")
+    end = text.index("def train(")
+    imported = text[:start] + "from utils.torch_utils import smart_DDP\n\n\n" + text[end:]
+    migrated = migrate(imported)
+    assert "DataParallel(model)" not in migrated
+    assert "model = smart_DDP(model)" in migrated
+    # a helper that is not rebound to the model is no DDP wrap
+    unbound = imported.replace("model = smart_DDP(model)", "smart_DDP(model)")
+    (message,) = _acl401(unbound)
+    assert "no fix: the script sets up torch.distributed but never wraps in DDP" in message

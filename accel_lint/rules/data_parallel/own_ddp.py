@@ -35,6 +35,7 @@ from accel_lint.torch_api import INIT_PROCESS_GROUP
 
 _LOG_CALLS = frozenset({"print", "info", "warning", "warn", "debug", "log"})
 _LOCAL = re.compile(r"local", re.IGNORECASE)
+_DDP_HELPER = re.compile(r"(?:^|_)(?:DDP|ddp)$")  # `smart_DDP`, `to_ddp`
 
 
 def own_ddp_fix(site: CallSite, facts: FileFacts, tree: Tree) -> Fix:
@@ -102,7 +103,7 @@ def _switches(
     fallback, with their scopes; `NoFix` when the branch is not shown to be the
     single-process one."""
     chain = _chain_head(branch, tree)
-    ddp_sites = [s for s in facts.calls if _is_ddp(s, facts)]
+    ddp_sites = [s for s in facts.calls if _is_ddp(s, tree)]
     earlier = [b for b in chain if b is not branch]
     own_test = branch.test if isinstance(branch, cst.If) else None
     single = False
@@ -140,9 +141,26 @@ def _switches(
     return found
 
 
-def _is_ddp(site: CallSite, facts: FileFacts) -> bool:
+def _is_ddp(site: CallSite, tree: Tree) -> bool:
+    """`DistributedDataParallel(model, ...)`, or the project's own helper that wraps in
+    it, spelled so and rebinding the model: `model = smart_DDP(model)` (the YOLO family)."""
     name = last_name(site.node.func)
-    return name in ("DistributedDataParallel", "DDP") and site.node.args != ()
+    if name in ("DistributedDataParallel", "DDP"):
+        return site.node.args != ()
+    if name is None or not _DDP_HELPER.search(name) or len(site.node.args) != 1:
+        return False
+    arg = site.node.args[0]
+    statement = tree.statement(site.node)
+    return (
+        arg.keyword is None
+        and not arg.star
+        and isinstance(arg.value, cst.Name)
+        and isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Assign)
+        and statement.body[0].value is site.node
+        and code_for(statement.body[0].targets[0].target) == arg.value.value
+    )
 
 
 def _rank_terms(
@@ -250,6 +268,7 @@ def _reads_environment(expr: cst.BaseExpression, facts: FileFacts) -> bool:
 def _assigned_from_environment(expr: cst.BaseExpression, scope: Scope, facts: FileFacts) -> bool:
     """A name or attribute whose every assignment reads the environment."""
     values: list[tuple[cst.BaseExpression, Scope]] = []
+    followed = False  # a binding to another name or attribute that reads the environment
     if isinstance(expr, cst.Name):
         for binding in scope.lookup(expr.value) or ():
             value = binding.value
@@ -260,11 +279,12 @@ def _assigned_from_environment(expr: cst.BaseExpression, scope: Scope, facts: Fi
             if isinstance(value, (cst.Name, cst.Attribute)) and value is not expr:
                 if not _assigned_from_environment(value, binding.scope, facts):
                     return False
+                followed = True
                 continue
             values.append((value, binding.scope))
     elif isinstance(expr, cst.Attribute):
         values = [(a.value, a.scope) for a in facts.attribute_assignments.get(expr.attr.value, ())]
-    return bool(values) and all(
+    return (bool(values) or followed) and all(
         any(env_key(sub, s) for sub in sub_expressions(value)) for value, s in values
     )
 

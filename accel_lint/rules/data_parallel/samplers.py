@@ -1,7 +1,10 @@
 """Training data: each training loader gets a `DistributedSampler` (its `shuffle=`
 moves into the sampler) and the per-process share of the global batch; each
 epoch loop starts with `sampler.set_epoch(epoch)`. Evaluation loaders (no
-`.backward()` in their loop) stay whole on every process.
+`.backward()` in their loop) stay whole on every process. A loader built and
+trained in a function that the anchor block calls once (`train(model, config)`)
+gets its sampler there, and divides by `dist.get_world_size()`. Nothing else may
+be built for the loader's batch: it would not match the smaller batches.
 
 `training_loaders` surveys; `shard_training_data` is the step.
 """
@@ -13,7 +16,7 @@ import re
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
-from accel_lint.facts import FileFacts
+from accel_lint.facts import FileFacts, int_value
 from accel_lint.layout import fits, split_call
 from accel_lint.names import Scope, resolves_to
 from accel_lint.rules.data_parallel.plan import Plan, Statement
@@ -25,6 +28,7 @@ from accel_lint.rules.data_parallel.shape import (
     TrainingLoader,
     depth_of,
     is_none,
+    line_of,
     local_function,
 )
 from accel_lint.rules.data_parallel.source import (
@@ -42,34 +46,96 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Integer, cst.Call, cst.Subscript)
 def training_loaders(
     facts: FileFacts, tree: Tree, block: Block, scope: Scope, region: Region
 ) -> tuple[tuple[TrainingLoader, ...], tuple[EpochLoop, ...]]:
-    """The anchor block's training loaders, and the epoch loops they are trained in."""
+    """The training loaders of the anchor block (and of a function it calls once to
+    train), and the epoch loops they are trained in."""
     loaders: list[TrainingLoader] = []
     loops: dict[cst.For | cst.While, list[str]] = {}
+    scope_of_loop: dict[cst.For | cst.While, Scope] = {}
+    trainers = _training_functions(facts, tree, block, region)
     for site in region.sites:
-        if not (region.in_block(site) and resolves_to(site.node.func, site.scope, DATALOADER)):
+        if not resolves_to(site.node.func, site.scope, DATALOADER):
+            continue
+        if region.in_block(site):
+            where, where_scope, in_helper = block, scope, False
+        elif (
+            site.function in trainers
+            and site.function is not None
+            and isinstance(site.function.body, cst.IndentedBlock)
+        ):
+            # the function the anchor block calls once to train: the loader, its epoch
+            # loop and the sampler all live there; the anchor's `world_size` does not
+            where, where_scope, in_helper = site.function.body, trainers[site.function], True
+        else:
             continue
         name = _assigned_name(site.node, tree)
         if name is None:
             continue
-        epoch_loops = _epoch_loops_training(name, facts, tree, block, scope, region)
+        epoch_loops = _epoch_loops_training(name, facts, tree, where, where_scope, region)
         if not epoch_loops:
             continue  # an evaluation loader: every process keeps the whole dataset
         taken = {n for x in loaders for n in (x.sampler, x.dataset_name) if n is not None}
-        loader = _loader(site.node, name, tree, scope, taken)
-        if len(scope.lookup(name) or []) != 1:
+        loader = _loader(site.node, name, tree, where_scope, taken, in_helper)
+        _batch_sizes_nothing_else(loader, facts, tree)
+        if len(where_scope.lookup(name) or []) != 1:
             raise NoFix(f"the training loader `{name}` is assigned more than once")
         for loop in epoch_loops:
             if not tree.precedes(loader.statement, loop):
                 raise NoFix(f"the training loader `{name}` is built inside its epoch loop")
             loops.setdefault(loop, []).append(loader.sampler)
+            scope_of_loop[loop] = where_scope
         loaders.append(loader)
     if not loaders:
         raise NoFix(
             "no training loop over a DataLoader was found (a `for` over a loader, with "
             "`.backward()` inside, in an epoch loop)"
         )
-    epochs = tuple(_epoch_loop(loop, samplers, scope, tree) for loop, samplers in loops.items())
+    epochs = tuple(
+        _epoch_loop(loop, samplers, scope_of_loop[loop], tree) for loop, samplers in loops.items()
+    )
     return tuple(loaders), epochs
+
+
+def _batch_sizes_nothing_else(loader: TrainingLoader, facts: FileFacts, tree: Tree) -> None:
+    """Each process now loads `batch // world_size` samples; something else built for the
+    loader's batch (`Yolo_loss(batch=config.batch // config.subdivisions)`, whose
+    buffers have that many rows) would no longer match the batches it gets."""
+    spelled = code_for(loader.batch_size.value)
+    if int_value(loader.batch_size.value) is not None:
+        return  # a literal batch size says nothing about who else uses the number
+    for site in facts.calls:
+        if site.node is loader.call or resolves_to(site.node.func, site.scope, DATALOADER):
+            continue
+        for arg in site.node.args:
+            if (
+                arg.keyword is not None
+                and "batch" in arg.keyword.value.lower()
+                and code_for(arg.value) == spelled
+            ):
+                raise NoFix(
+                    f"`{line_of(site.node, tree)}` is built for the batch of `{loader.name}` "
+                    f"(`{spelled}`), which each process now divides"
+                )
+
+
+def _training_functions(
+    facts: FileFacts, tree: Tree, block: Block, region: Region
+) -> dict[cst.FunctionDef, Scope]:
+    """Functions of the file that the anchor block calls exactly once, outside any loop
+    (`train(model, config)`), and that hold their own epoch loop: a loader built there
+    is trained there. Only these are searched for loaders besides the anchor block."""
+    calls: dict[cst.FunctionDef, list[cst.Call]] = {}
+    for site in region.sites:
+        found = local_function(site.node.func, site.scope, facts) if region.in_block(site) else None
+        if found is not None and found[0] in region.helpers:
+            calls.setdefault(found[0], []).append(site.node)
+    out: dict[cst.FunctionDef, Scope] = {}
+    for func, sites in calls.items():
+        own = facts.scope_of.get(func)
+        if own is None or len(sites) != 1 or tree.loops(sites[0], block):
+            continue
+        if any(isinstance(n, (cst.For, cst.While)) for n in descendants(func.body)):
+            out[func] = own
+    return out
 
 
 def _assigned_name(call: cst.Call, tree: Tree) -> str | None:
@@ -101,7 +167,8 @@ def _epoch_loops_training(
     ]
     loader_bindings = scope.lookup(name)
     for site in region.sites:
-        found = local_function(site.node.func, site.scope, facts) if region.in_block(site) else None
+        within = tree.same_function(site.node, block)
+        found = local_function(site.node.func, site.scope, facts) if within else None
         if found is None:
             continue
         func, fscope = found
@@ -194,7 +261,9 @@ def _parameter_for(call: cst.Call, func: cst.FunctionDef, name: str) -> str | No
     return None
 
 
-def _loader(call: cst.Call, name: str, tree: Tree, scope: Scope, taken: set[str]) -> TrainingLoader:
+def _loader(
+    call: cst.Call, name: str, tree: Tree, scope: Scope, taken: set[str], in_helper: bool
+) -> TrainingLoader:
     statement = tree.statement(call)
     assert isinstance(statement, cst.SimpleStatementLine)
     given: dict[str, cst.Arg] = {}
@@ -234,7 +303,17 @@ def _loader(call: cst.Call, name: str, tree: Tree, scope: Scope, taken: set[str]
     order = code_for(shuffle.value) if shuffle is not None else "False"
     depth = depth_of(statement, tree)
     return TrainingLoader(
-        call, statement, name, dataset, dataset_name, batch_size, order, shuffle, sampler, depth
+        call,
+        statement,
+        name,
+        dataset,
+        dataset_name,
+        batch_size,
+        order,
+        shuffle,
+        sampler,
+        depth,
+        in_helper,
     )
 
 
@@ -343,7 +422,9 @@ def _sharded(loader: TrainingLoader, shape: Shape) -> cst.Call:
     at = args.index(loader.batch_size)
     value = loader.batch_size.value
     text = code_for(value) if isinstance(value, _ATOMS) else f"({code_for(value)})"
-    args[at] = args[at].with_changes(value=expression(f"{text} // world_size"))
+    # a helper does not see the anchor's `world_size`
+    world_size = f"{shape.names.dist}.get_world_size()" if loader.in_helper else "world_size"
+    args[at] = args[at].with_changes(value=expression(f"{text} // {world_size}"))
     if loader.shuffle_arg is None:
         return add_keyword(call.with_changes(args=args), "sampler", loader.sampler)
     at = args.index(loader.shuffle_arg)

@@ -66,6 +66,7 @@ class TrainingLoader:
     shuffle_arg: cst.Arg | None  # `shuffle=...`: `sampler=` takes its place
     sampler: str  # the name the DistributedSampler is bound to
     depth: int  # how many blocks deep its line is
+    in_helper: bool = False  # in the function the anchor block calls to train
 
 
 @dataclass(frozen=True)

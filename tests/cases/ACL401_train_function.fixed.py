@@ -1,0 +1,88 @@
+# ACL401: the model is built and wrapped under `if __name__ == "__main__":`, and a
+# `train()` function it calls once builds the training loader and runs the epoch loop
+# (the shape of Tianxiaomo/pytorch-YOLOv4's train.py). The sampler, its `set_epoch` and
+# the per-process batch go into `train()`, which reads the number of processes from the
+# process group; its saves and prints are left to rank 0.
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def train(model, config, device, epochs=5):
+    train_dataset = TensorDataset(torch.randn(128, 20), torch.randint(0, 4, (128,)))
+    val_dataset = TensorDataset(torch.randn(32, 20), torch.randint(0, 4, (32,)))
+    train_sampler = DistributedSampler(train_dataset, shuffle=True)
+    train_loader = DataLoader(train_dataset, batch_size=(config.batch // config.subdivisions) // dist.get_world_size(),
+                              sampler=train_sampler,
+                              drop_last=True)
+    val_loader = DataLoader(val_dataset, batch_size=16)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    criterion = nn.CrossEntropyLoss()
+    model.train()
+    for epoch in range(epochs):
+        train_sampler.set_epoch(epoch)
+        epoch_loss = 0.0
+        for i, (images, labels) in enumerate(train_loader):
+            loss = criterion(model(images.to(device)), labels.to(device))
+            loss.backward()
+            epoch_loss += loss.item()
+            optimizer.step()
+            model.zero_grad()
+        model.eval()
+        with torch.no_grad():
+            correct = sum((model(x.to(device)).argmax(1) == y.to(device)).sum().item() for x, y in val_loader)
+        model.train()
+        if dist.get_rank() == 0:
+            print(
+                f"epoch {epoch + 1}: loss {epoch_loss / len(train_loader):.4f}, val acc {correct / len(val_dataset):.3f}"
+            )
+        os.makedirs(config.checkpoints, exist_ok=True)
+        save_path = os.path.join(config.checkpoints, f"model{epoch + 1}.pth")
+        if isinstance(model, nn.parallel.DistributedDataParallel):
+            if dist.get_rank() == 0:
+                torch.save(model.module.state_dict(), save_path)
+        else:
+            if dist.get_rank() == 0:
+                torch.save(model.state_dict(), save_path)
+
+
+def get_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--subdivisions", type=int, default=2)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--checkpoints", default="checkpoints")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    # set by torchrun (one process per device); plain `python` runs one process
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    rank = int(os.environ.get("RANK", 0))
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "0")  # torchrun sets the real one
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)
+    dist.init_process_group(
+        "nccl" if torch.cuda.is_available() else "gloo", rank=rank, world_size=world_size
+    )
+
+    cfg = get_args()
+    torch.manual_seed(0)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 4))
+
+    model = nn.parallel.DistributedDataParallel(
+        model.to(local_rank if torch.cuda.is_available() else "cpu"),
+        device_ids=[local_rank] if torch.cuda.is_available() else None,
+    )
+    model.to(device=device)
+
+    train(model=model, config=cfg, device=device, epochs=cfg.epochs)
+    dist.destroy_process_group()
