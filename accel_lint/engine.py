@@ -3,6 +3,7 @@ then positions (only when something was found), suppressions and diagnostics."""
 
 from __future__ import annotations
 
+import ast
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from accel_lint import noqa
+from accel_lint.called import called
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.facts import FileFacts
@@ -19,7 +21,7 @@ from accel_lint.parse import parse
 from accel_lint.positions import Locator
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Finding, Fix, FixSafety, Rule, RuleContext
-from accel_lint.rules import RULES
+from accel_lint.rules import BY_CODE, RULES
 from accel_lint.source import Source, syntax_check
 from accel_lint.walk import walk
 
@@ -55,14 +57,26 @@ def analyze(
     rules: Sequence[type[Rule]],
     *,
     apply_noqa: bool = True,
+    by_calls: bool = True,
 ) -> Analysis:
-    """Parse once and run `rules` in one walk. `rules` empty: syntax check only."""
+    """Parse once and run `rules` in one walk. `rules` empty: syntax check only.
+
+    `by_calls`: the rules that need a call the file does not make (CPython's tree
+    says) do not run, and a file left with none is not parsed by libcst. The fixer
+    turns it off: a fixed text must parse again, whatever rules are left."""
     if not rules:
         error = syntax_check(path, source.text)
         if error is None:
             return Analysis(path, source, None)
         # CPython's grammar may be older than libcst's: let libcst decide.
-    parsed = parse(path, source.text)
+
+    def wanted(tree: ast.Module) -> bool:
+        nonlocal rules
+        seen = called(tree)
+        rules = [rule for rule in rules if BY_CODE[rule.code].may_call(seen)]
+        return bool(rules)
+
+    parsed = parse(path, source.text, wanted if by_calls and rules else None)
     if parsed.module is None:
         return Analysis(path, source, None, error=parsed.error)
     module = parsed.module

@@ -105,7 +105,7 @@ def _fix_loop(
     rules: Sequence[type[Rule]] = rules_for(codes, text.encode("utf-8"))
     applied: list[AppliedFix] = []
     for _ in range(MAX_ITERATIONS):
-        analysis = analyze(path, Source(text, source.encoding), settings, rules)
+        analysis = analyze(path, Source(text, source.encoding), settings, rules, by_calls=False)
         if analysis.error is not None or analysis.module is None:
             if applied:
                 return FixOutcome(
@@ -176,7 +176,7 @@ def _laid_out(
         module = again
     if module is analysis.module:
         return FixOutcome(path, source, module.code, applied, analysis)
-    final = analyze(path, Source(module.code, source.encoding), settings, rules)
+    final = analyze(path, Source(module.code, source.encoding), settings, rules, by_calls=False)
     if final.error is None and _reported(final) != _reported(analysis):
         # the layout moved a comment that decides what is reported (a suppression it
         # does not know as bound to its line): the fixed lines stay long, a finding

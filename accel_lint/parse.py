@@ -24,7 +24,7 @@ import gc
 import io
 import sys
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -119,8 +119,10 @@ def too_deep_to_analyse(path: str) -> Diagnostic:
     return parse_error(path, "too deeply nested to analyse (Python's recursion limit)")
 
 
-def parse(path: str, text: str) -> Parsed:
-    """CPython's verdict, the depth check, then libcst's parse (see the module doc)."""
+def parse(path: str, text: str, wanted: Callable[[ast.Module], bool] | None = None) -> Parsed:
+    """CPython's verdict, the depth check, then libcst's parse (see the module doc).
+    `wanted` sees CPython's tree first: when it answers False, nothing can match and
+    libcst's parse is skipped (no module, no error)."""
     try:
         tree: ast.Module | None = compile_ast(text, path)
         rejected: Diagnostic | None = None
@@ -140,6 +142,8 @@ def parse(path: str, text: str) -> Parsed:
         if depth > DEPTH_LIMIT:
             why = f"{depth} levels deep here; the limit is {DEPTH_LIMIT}"
             return Parsed(None, too_deep(path, row, column, why))
+        if wanted is not None and not wanted(tree):
+            return Parsed(None)
 
     try:
         module = cst.parse_module(text)

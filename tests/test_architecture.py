@@ -70,6 +70,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
         "ground",
         (
             "accel_lint.names",
+            "accel_lint.called",
             "accel_lint.walk",
             "accel_lint.source",
             "accel_lint.noqa",

@@ -5,8 +5,11 @@ rule's definition accepts must pass, and library code that only mentions the wor
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
+from accel_lint.called import Called, called
 from accel_lint.rules import BY_CODE
 from tests.support import lint, settings_for
 
@@ -67,3 +70,84 @@ def test_a_rule_reached_only_through_a_renamed_import_still_reports() -> None:
         "        optimizer.step()\n"
     )
     assert lint(text, settings_for(("ACL206",))) == [(6, "ACL206")]
+
+
+# -- the second prefilter: calls, read from CPython's tree --------------------------
+
+
+def _called(source: str) -> Called:
+    return called(ast.parse(source))
+
+
+def test_called_names_decorators_and_renamed_imports() -> None:
+    seen = _called(
+        "from torch import compile as tc\n"
+        "import torch\n"
+        "@torch.jit.script\n"
+        "def f(x):\n"
+        "    return x\n"
+        "loss.backward()\n"
+        "fast = tc(model)\n"
+        "x = torch.zeros(3).cuda()\n"
+        "y = (torch.tensor([1])\n"
+        "     .to('cuda'))\n"
+    )
+    assert {"script", "backward", "tc", "compile", "zeros", "cuda", "to"} <= seen.names
+    assert seen.moved == {"zeros", "tensor"}
+
+
+@pytest.mark.parametrize(
+    ("code", "source", "runs"),
+    [
+        # torch's own sources: the words, in docstrings, definitions and messages
+        ("ACL307", "def backward(ctx, g):\n    '''call loss.backward()'''\n", False),
+        ("ACL307", "loss.backward()\n", True),
+        ("ACL206", "msg = 'use torch.compile(model)'\nself.compile(graph)\n", True),
+        ("ACL206", "msg = 'use torch.compile(model)'\nre.compile('x')\n", True),
+        ("ACL206", "msg = 'use torch.compile(model)'\nfx.compile_fx(graph)\n", False),
+        ("ACL203", "y = x.view(3).to('cuda')\n", False),
+        ("ACL203", "y = torch.ones(3).to('cuda')\n", True),
+        ("ACL203", "from torch import ones as o\ny = o(3).cuda()\n", True),
+        ("ACL204", "scripted = torch.jit.script(m)\n", False),  # no training here
+        ("ACL204", "@torch.jit.script\ndef f(x): return x\nloss.backward()\n", True),
+        ("ACL207", "loss.backward()\n", False),
+        ("ACL207", "loss.backward()\noptimizer.step()\n", True),
+    ],
+)
+def test_rules_needing_a_call_run_only_where_the_file_makes_it(
+    code: str, source: str, runs: bool
+) -> None:
+    assert BY_CODE[code].may_call(_called(source)) is runs
+
+
+def test_a_file_no_rule_can_match_is_not_parsed_by_libcst(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import libcst as cst
+
+    import accel_lint.parse as parse_module
+    from accel_lint.engine import analyze, rules_for
+    from accel_lint.source import Source
+
+    parses: list[str] = []
+    real = cst.parse_module
+
+    def counting(text: str) -> cst.Module:
+        parses.append(text)
+        return real(text)
+
+    monkeypatch.setattr(parse_module.cst, "parse_module", counting)
+    settings = settings_for(("ACL206", "ACL307"))
+    library = (
+        "class Fn(Function):\n"
+        "    def backward(ctx, grad):\n"
+        "        '''Unlike torch.compile(model), this runs eagerly; see loss.backward().'''\n"
+        "        return fx.compile_fx(grad)\n"
+    )
+    rules = rules_for(settings.enabled, library.encode())
+    assert {r.code for r in rules} == {"ACL206", "ACL307"}  # the words are there
+    analysis = analyze("lib.py", Source(library, "utf-8"), settings, rules)
+    assert (analysis.module, analysis.error, analysis.findings, parses) == (None, None, [], [])
+    # the fixer does not narrow: what it fixed must parse again
+    analyze("lib.py", Source(library, "utf-8"), settings, rules, by_calls=False)
+    assert len(parses) == 1

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from accel_lint.called import Called
+from accel_lint.torch_api import TENSOR_CREATOR_NAMES
+
 if TYPE_CHECKING:
     from accel_lint.rule import Rule
 
@@ -34,6 +37,10 @@ class RuleEntry:
     default_enabled: bool = True
     # each must be met too: one of its words appears, or one of its patterns matches
     requires: tuple[Need, ...] = ()
+    # then, on CPython's tree (before libcst parses the file): the file calls one name
+    # of each set, and moves (`.cuda()`, `.to()`) the result of a call to one of `moves`
+    calls: tuple[frozenset[str], ...] = ()
+    moves: frozenset[str] = frozenset()
 
     @cached_property
     def rule(self) -> type[Rule]:
@@ -50,6 +57,11 @@ class RuleEntry:
             any(w in data if isinstance(w, bytes) else w.search(data) for w in need)
             for need in self.requires
         )
+
+    def may_call(self, seen: Called) -> bool:
+        if self.moves and not self.moves & seen.moved:
+            return False
+        return all(names & seen.names for names in self.calls)
 
 
 # trigger words several rules share (the loader rules share one word on purpose: a fix
@@ -95,6 +107,9 @@ DATA: Need = (
 )
 AUTOGRAD: Need = (b"autograd",)  # every debugging aid ACL303 knows is in torch.autograd
 
+# Calls (the second prefilter): a backward pass, as `TRAINS` spells it
+BACKWARD = frozenset({"backward", "manual_backward"})
+
 RULES: tuple[RuleEntry, ...] = (
     # a noqa comment naming one of our codes (one naming only E501 costs no parse)
     RuleEntry(
@@ -108,22 +123,40 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL104", "workers_restarted_each_epoch.WorkersRestartedEachEpoch", LOADER),
     RuleEntry("ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
-    RuleEntry("ACL202", "cudnn_autotuner_off.CudnnAutotunerOff", CONV, requires=(TRAINS, CUDA)),
+    RuleEntry(
+        "ACL202",
+        "cudnn_autotuner_off.CudnnAutotunerOff",
+        CONV,
+        requires=(TRAINS, CUDA),
+        calls=(BACKWARD,),
+    ),
     RuleEntry(
         "ACL203",
         "tensor_created_then_moved.TensorCreatedThenMoved",
         (b".cuda", b".to"),
         requires=(MOVED_RESULT,),
+        moves=frozenset(TENSOR_CREATOR_NAMES),
     ),
-    RuleEntry("ACL204", "jit_script_for_fusion.JitScriptForFusion", (b"jit",), requires=(TRAINS,)),
+    RuleEntry(
+        "ACL204",
+        "jit_script_for_fusion.JitScriptForFusion",
+        (b"jit",),
+        requires=(TRAINS,),
+        calls=(BACKWARD, frozenset({"script", "trace", "trace_module"})),
+    ),
     RuleEntry(
         "ACL205",
         "compile_mode_positional.CompileModePositional",
         COMPILE,
         requires=(COMPILE_CALL, TORCH_COMPILE),
+        calls=(frozenset({"compile"}),),
     ),
     RuleEntry(
-        "ACL206", "compile_in_loop.CompileInLoop", COMPILE, requires=(COMPILE_CALL, TORCH_COMPILE)
+        "ACL206",
+        "compile_in_loop.CompileInLoop",
+        COMPILE,
+        requires=(COMPILE_CALL, TORCH_COMPILE),
+        calls=(frozenset({"compile"}),),
     ),
     RuleEntry(
         "ACL207",
@@ -131,6 +164,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b".step",),
         default_enabled=False,
         requires=(TRAINS, CUDA),
+        calls=(BACKWARD, frozenset({"step"})),
     ),
     RuleEntry(
         "ACL208",
@@ -138,6 +172,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"Conv2d", b"ConvTranspose2d"),
         default_enabled=False,
         requires=(TRAINS, CUDA, AUTOCAST),
+        calls=(BACKWARD,),
     ),
     RuleEntry(
         "ACL209",
@@ -166,6 +201,7 @@ RULES: tuple[RuleEntry, ...] = (
         "loss_accumulated_with_graph.LossAccumulatedWithGraph",
         (b"backward",),
         requires=(TRAINS,),
+        calls=(BACKWARD,),
     ),
     RuleEntry(
         "ACL308",
@@ -173,6 +209,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"backward",),
         default_enabled=False,
         requires=(TRAINS,),
+        calls=(BACKWARD,),
     ),
     RuleEntry(
         "ACL309",
@@ -185,6 +222,7 @@ RULES: tuple[RuleEntry, ...] = (
         "accumulated_loss_not_scaled.AccumulatedLossNotScaled",
         (b"backward",),
         requires=(TRAINS,),
+        calls=(BACKWARD,),
     ),
     RuleEntry(
         "ACL311",
@@ -205,6 +243,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"deterministic",),
         default_enabled=False,
         requires=(TRAINS,),
+        calls=(BACKWARD,),
     ),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
@@ -233,6 +272,7 @@ RULES: tuple[RuleEntry, ...] = (
         "accumulation_without_no_sync.AccumulationWithoutNoSync",
         (b"DistributedDataParallel",),
         requires=(TRAINS,),
+        calls=(BACKWARD,),
     ),
     RuleEntry("ACL410", "apex_ddp.ApexDdp", (b"apex",)),
     RuleEntry("ACL411", "wrapped_state_dict_saved.WrappedStateDictSaved", DATA_PARALLEL),
