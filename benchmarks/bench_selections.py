@@ -46,22 +46,23 @@ def parsed_share(corpus: Path, codes: str) -> tuple[int, int, float]:
     their MB."""
     sys.path.insert(0, str(HERE))
     from accel_lint.called import called
-    from accel_lint.rules import RULES
+    from accel_lint.engine import rules_for
+    from accel_lint.rules import BY_CODE, RULES
     from accel_lint.source import compile_ast
 
-    wanted = {e.code for e in RULES} if codes == "ALL" else set(codes.split(","))
+    wanted = frozenset(e.code for e in RULES) if codes == "ALL" else frozenset(codes.split(","))
     files = through = size = 0
     for path in corpus.rglob("*.py"):
         data = path.read_bytes()
         files += 1
-        entries = [e for e in RULES if e.code in wanted and e.may_match(data)]
-        if entries:
+        rules = rules_for(wanted, data)
+        if rules:
             try:
                 seen = called(compile_ast(data.decode("utf-8", "replace"), str(path)))
-                entries = [e for e in entries if e.may_call(seen)]
+                rules = [r for r in rules if BY_CODE[r.code].may_call(seen)]
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 pass  # libcst decides
-        if entries:
+        if rules:
             through += 1
             size += len(data)
     return files, through, size / 1e6

@@ -18,6 +18,7 @@ import re
 
 import libcst as cst
 
+from accel_lint.facts.autograd import names_read
 from accel_lint.facts.evaluation import MODEL_NAME
 from accel_lint.facts.loops import Loop, Loops, machine_test
 from accel_lint.facts.statements import Statements
@@ -97,7 +98,7 @@ class _ModelBuilds(cst.CSTVisitor):
                 isinstance(name, cst.Name)
                 and MODEL_NAME.match(name.value)
                 and _builds(node.value)
-                and not _reads(node.value, name.value)
+                and name.value not in names_read(node.value)
             ):
                 self.found = True
 
@@ -120,13 +121,3 @@ def _builds(value: cst.Call) -> bool:
     assert isinstance(root, cst.Call)
     name = last_name(root.func) or ""
     return name[:1].isupper() or bool(_FACTORY.match(name))
-
-
-def _reads(expr: cst.CSTNode, name: str) -> bool:
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name) and node.value == name:
-            return True
-        stack.extend(node.children)
-    return False
