@@ -409,6 +409,38 @@ def test_ddp_torchrun_intended_changes_hold(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_ddp_accumulation_no_sync_is_close_and_the_bare_checkpoint_loads(tmp_path: Path) -> None:
+    """ACL409 under torchrun: close, with the all-reduces per optimizer step dropping
+    from the accumulation count to one; ACL411: the checkpoint (model and optimizer
+    state in one dict) loads into the bare model with strict=True."""
+    code, report, err = _verify(
+        FIXTURES / "ddp_accumulation" / "train.py",
+        "--torchrun",
+        "--select",
+        "ACL409,ACL411",
+        "--steps",
+        "20",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "2", "--accum-steps", "4", "--checkpoint", "checkpoint.pt"),
+    )
+    assert code == 0, err
+    acl409 = _fix(report, "ACL409")
+    assert (acl409["class"], acl409["verdict"]) == ("close", "holds")
+    # 20 steps of 4 micro-batches each: 80 all-reduces before, one per step after
+    assert acl409["notes"][-1] == (
+        "DDP gradient all-reduces per optimizer step: 4 -> 1 (80 -> 20 in 20 steps)"
+    )
+    acl411 = _fix(report, "ACL411")
+    assert (acl411["class"], acl411["verdict"]) == ("intended-change", "holds")
+    assert acl411["notes"] == [
+        "1 saved state dict(s) load into MLP with strict=True and hold the original's "
+        "tensors; the original's carried 6 keys with a wrapper prefix"
+    ]
+
+
+@pytest.mark.slow
 def test_cnn_bn_acl201_is_close_after_aligning_the_initial_weights(tmp_path: Path) -> None:
     code, report, err = _verify(
         FIXTURES / "cnn_bn" / "train.py",

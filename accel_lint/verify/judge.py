@@ -57,6 +57,9 @@ class Judge:
             verdict.max_param_diff = params.max_abs
         if aligned and params.missing and exclude:
             verdict.notes.append("BatchNorm running means absorb the removed biases: not compared")
+        syncs = ddp_sync_note(reference, run)
+        if syncs:
+            verdict.notes.append(syncs)
         if verdict.verdict == cmp.FAILS and run.ok:
             cause = self.cause(item, run, loss)
             if cause:
@@ -80,6 +83,21 @@ class Judge:
                 return cause
         init = run.first.get("init", [])
         return cmp.init_cause(init) or cmp.first_pass_cause(loss, init)
+
+
+def ddp_sync_note(original: RunResult, fixed: RunResult) -> str | None:
+    """How often DDP all-reduced the gradients, when the fix changed it (rank 0's
+    count; every rank all-reduces together)."""
+    before, after = original.first.get("ddp_syncs"), fixed.first.get("ddp_syncs")
+    if before is None or after is None or before == after:
+        return None
+    steps_before, steps_after = original.first["steps"], fixed.first["steps"]
+    if not steps_before or not steps_after:
+        return f"DDP gradient all-reduces: {before} -> {after}"
+    return (
+        f"DDP gradient all-reduces per optimizer step: {before / steps_before:.3g} -> "
+        f"{after / steps_after:.3g} ({before} -> {after} in {steps_after} steps)"
+    )
 
 
 def group_class(items: Sequence[FixItem]) -> Equivalence:

@@ -242,6 +242,9 @@ class Record(_RecordBase, total=False):
     samplers: list[SamplerEvent]
     saves: list[SaveEvent]
     clips: list[ClipEvent]
+    # DDP forward passes with gradient sync on: each backward pass after one
+    # all-reduces every gradient bucket (`no_sync()` turns it off)
+    ddp_syncs: int
     # probe mode
     runtime: RuntimeRecord
 

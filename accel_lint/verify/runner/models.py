@@ -261,10 +261,14 @@ class Models:
     # -- saved checkpoints --------------------------------------------------------------
 
     def state_dicts(self, obj: Any) -> list[StateDictCheck]:
-        """Every state dict inside a saved object (the object itself, or a value of a
-        dict or list), held against the bare models: would `load_state_dict(...,
-        strict=True)` of one of them accept it? That is: the same keys, the same
-        shapes (what strict loading checks before copying)."""
+        """Every model's state dict inside a saved object (the object itself, or a
+        value of a dict or list), held against the bare models: would
+        `load_state_dict(..., strict=True)` of one of them accept it? That is: the
+        same keys, the same shapes (what strict loading checks before copying).
+
+        A dict of tensors is a model's state dict when, wrapper prefixes aside, it has
+        a trained model's keys and shapes; others (an optimizer's per-parameter
+        `{"momentum_buffer": t}`) are not checkpoints of a model and are left out."""
         found: list[dict[str, Any]] = []
         _collect_state_dicts(obj, self.torch, found, 0)
         if not found:
@@ -277,6 +281,9 @@ class Models:
         checks: list[StateDictCheck] = []
         for sd in found:
             mine = {k: tuple(v.shape) for k, v in sd.items()}
+            unwrapped = {strip_wrappers(k): shape for k, shape in mine.items()}
+            if not any(theirs == unwrapped for _, theirs in shapes):
+                continue
             loads = next((name for name, theirs in shapes if theirs == mine), None)
             digest = hashlib.sha256()
             for key in sorted(sd, key=strip_wrappers):

@@ -58,6 +58,7 @@ def install(runner: Runner, torch: Any) -> None:
         _wrap_sampler(runner, torch)
         _wrap_save(runner, torch)
         _wrap_clip(runner, torch)
+        _count_ddp_syncs(runner, torch)
     if runner.probe:
         runner.observer = Observer(runner, torch)
 
@@ -187,6 +188,23 @@ def _wrap_sampler(runner: Runner, torch: Any) -> None:
         return iter(indices)
 
     sampler_class.__iter__ = __iter__
+
+
+def _count_ddp_syncs(runner: Runner, torch: Any) -> None:
+    """Count DDP forward passes that arm the gradient all-reduce: DDP prepares the
+    reducer when gradients are recorded and `require_backward_grad_sync` is on (off
+    inside `no_sync()`), and the backward pass that follows all-reduces every bucket.
+    Counted at the forward, which DDP runs in Python: its all-reduce runs in C++."""
+    ddp_class = torch.nn.parallel.DistributedDataParallel
+    original = ddp_class.forward
+
+    def forward(ddp: Any, *args: Any, **kwargs: Any) -> Any:
+        if torch.is_grad_enabled() and getattr(ddp, "require_backward_grad_sync", False):
+            runner.ddp_syncs += 1
+        return original(ddp, *args, **kwargs)
+
+    forward.__doc__ = original.__doc__
+    ddp_class.forward = forward
 
 
 def _wrap_save(runner: Runner, torch: Any) -> None:

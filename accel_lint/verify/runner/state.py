@@ -76,6 +76,7 @@ class Runner:
         self.sampler_ids: dict[int, int] = {}
         self.saves: list[SaveEvent] = []
         self.clips: list[ClipEvent] = []
+        self.ddp_syncs = 0
         self.scalers: list[Any] = []  # GradScalers that scaled a loss
         self._progress_fd: int | None = None
         self._progress_at = 0.0
@@ -386,6 +387,7 @@ class Runner:
             record["samplers"] = self.samplers
             record["saves"] = self.saves
             record["clips"] = self.clips
+            record["ddp_syncs"] = self.ddp_syncs
         return record
 
     def _equivalence(self, record: Record, rank: int | None) -> None:
