@@ -17,6 +17,7 @@ from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.facts import FileFacts
 from accel_lint.facts.collector import FactsCollector, ScopeCloser
+from accel_lint.incremental import Reparser
 from accel_lint.parse import parse
 from accel_lint.positions import Locator
 from accel_lint.rewrite import apply_fixes_once
@@ -36,12 +37,13 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     error: Diagnostic | None = None
     note: str | None = None  # checked with libcst's grammar only: syntax newer than this Python
+    reparser: Reparser | None = None  # the open document's, in the language server
     _locator: Locator | None = None
 
     def range_of(self, node: cst.CSTNode) -> CodeRange:
         if self._locator is None:
             assert self.module is not None
-            self._locator = Locator(self.module, self.source.text)
+            self._locator = Locator(self.module, self.source.text, reparser=self.reparser)
         return self._locator.range_of(node)
 
 
@@ -58,12 +60,17 @@ def analyze(
     *,
     apply_noqa: bool = True,
     by_calls: bool = True,
+    reparser: Reparser | None = None,
 ) -> Analysis:
     """Parse once and run `rules` in one walk. `rules` empty: syntax check only.
 
     `by_calls`: the rules that need a call the file does not make (CPython's tree
     says) do not run, and a file left with none is not parsed by libcst. The fixer
-    turns it off: a fixed text must parse again, whatever rules are left."""
+    turns it off: a fixed text must parse again, whatever rules are left.
+
+    `reparser`: the language server's last parse of this document (see
+    `incremental`): the unchanged statements are not parsed again, and positions
+    found for them last time are reused."""
     if not rules:
         error = syntax_check(path, source.text)
         if error is None:
@@ -76,11 +83,11 @@ def analyze(
         rules = [rule for rule in rules if BY_CODE[rule.code].may_call(seen)]
         return bool(rules)
 
-    parsed = parse(path, source.text, wanted if by_calls and rules else None)
+    parsed = parse(path, source.text, wanted if by_calls and rules else None, reparser)
     if parsed.module is None:
         return Analysis(path, source, None, error=parsed.error)
     module = parsed.module
-    analysis = Analysis(path, source, module, note=parsed.note)
+    analysis = Analysis(path, source, module, note=parsed.note, reparser=reparser)
     if not rules:
         return analysis
     facts = FileFacts(module)

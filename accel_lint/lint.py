@@ -18,6 +18,7 @@ import os
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
@@ -26,6 +27,9 @@ from accel_lint.files import ReadError, read_bytes
 from accel_lint.parallel import available_cpus, map_ordered
 from accel_lint.rules import RULES
 from accel_lint.source import DecodeError, Source, decode, skip_file, syntax_check
+
+if TYPE_CHECKING:  # libcst loads only for files a rule may match
+    from accel_lint.incremental import Reparser
 
 # Below this many files to lint, forking workers costs more than it saves.
 PARALLEL_MIN_FILES = 8
@@ -40,8 +44,15 @@ class FileReport:
 
 
 def lint_bytes(
-    path: str, data: bytes, settings: Settings, *, with_edits: bool = False
+    path: str,
+    data: bytes,
+    settings: Settings,
+    *,
+    with_edits: bool = False,
+    reparser: Reparser | None = None,
 ) -> FileReport:
+    """`reparser`: an open document's last parse (the language server's), reused
+    where the text is unchanged."""
     if path.lower().endswith(".ipynb"):
         return _lint_notebook(path, data, settings, with_edits)
     if skip_file(data):
@@ -50,21 +61,28 @@ def lint_bytes(
         source = decode(data)
     except DecodeError as exc:
         return FileReport(path, [parse_error(path, str(exc))])
-    return _lint_source(path, data, source, settings, with_edits)
+    return _lint_source(path, data, source, settings, with_edits, reparser)
 
 
-def lint_program(path: str, text: str, settings: Settings) -> FileReport:
+def lint_program(
+    path: str, text: str, settings: Settings, reparser: Reparser | None = None
+) -> FileReport:
     """`text` checked as Python and reported as the file at `path`, whatever its
     name: the language server's notebook program (its open code cells joined, magics
     masked), which `lint_bytes` would read as a notebook's JSON under a `.ipynb` path."""
     data = text.encode("utf-8")
     if skip_file(data):
         return FileReport(path)
-    return _lint_source(path, data, Source(text, "utf-8"), settings, False)
+    return _lint_source(path, data, Source(text, "utf-8"), settings, False, reparser)
 
 
 def _lint_source(
-    path: str, data: bytes, source: Source, settings: Settings, with_edits: bool
+    path: str,
+    data: bytes,
+    source: Source,
+    settings: Settings,
+    with_edits: bool,
+    reparser: Reparser | None = None,
 ) -> FileReport:
     try:
         if (
@@ -77,7 +95,8 @@ def _lint_source(
         from accel_lint.parse import analysis_conditions
 
         with analysis_conditions():
-            analysis = analyze(path, source, settings, rules_for(settings.codes_for(path), data))
+            rules = rules_for(settings.codes_for(path), data)
+            analysis = analyze(path, source, settings, rules, reparser=reparser)
             found = diagnostics(analysis, with_edits=with_edits)
         return FileReport(path, found, note=analysis.note)
     except RecursionError:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from accel_lint.diagnostic import Diagnostic, parse_error
+from accel_lint.incremental import Reparser
 from accel_lint.source import compile_ast
 
 # Real code stays far below this (99.9% of 24,000 files from PyPI packages and
@@ -119,10 +120,16 @@ def too_deep_to_analyse(path: str) -> Diagnostic:
     return parse_error(path, "too deeply nested to analyse (Python's recursion limit)")
 
 
-def parse(path: str, text: str, wanted: Callable[[ast.Module], bool] | None = None) -> Parsed:
+def parse(
+    path: str,
+    text: str,
+    wanted: Callable[[ast.Module], bool] | None = None,
+    reparser: Reparser | None = None,
+) -> Parsed:
     """CPython's verdict, the depth check, then libcst's parse (see the module doc).
     `wanted` sees CPython's tree first: when it answers False, nothing can match and
-    libcst's parse is skipped (no module, no error)."""
+    libcst's parse is skipped (no module, no error). `reparser`: an open document's
+    last parse, whose unchanged statements libcst need not parse again."""
     try:
         tree: ast.Module | None = compile_ast(text, path)
         rejected: Diagnostic | None = None
@@ -146,7 +153,11 @@ def parse(path: str, text: str, wanted: Callable[[ast.Module], bool] | None = No
             return Parsed(None)
 
     try:
-        module = cst.parse_module(text)
+        # what CPython rejects is never spliced: the whole text decides the ACL000
+        if reparser is not None and rejected is None:
+            module = reparser.parse_module(text)
+        else:
+            module = cst.parse_module(text)
     except LIBCST_ERRORS as exc:
         if rejected is not None:
             return Parsed(None, rejected)

@@ -22,6 +22,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
+from accel_lint.incremental import Reparser
 from accel_lint.walk import child_fields
 
 _PASS = cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
@@ -63,24 +64,52 @@ class _Recorder:
 class Locator:
     """Ranges of nodes of one parsed module, as libcst's `PositionProvider` gives them."""
 
-    def __init__(self, module: cst.Module, text: str, tree: ast.Module | None = None) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        text: str,
+        tree: ast.Module | None = None,
+        reparser: Reparser | None = None,
+    ) -> None:
         self.module = module
         self.lines = text.splitlines(keepends=True)
         self._text = text
         self._tree = tree
+        self._reparser = reparser
+        # the statements an open document's reparse made anew: only their nodes can
+        # lack a range found for an earlier version (see `incremental`)
+        self._fresh = reparser.fresh(module) if reparser is not None else None
         self._parents: dict[cst.CSTNode, cst.CSTNode] | None = None
         self._ranges: dict[cst.CSTNode, CodeRange] = {}
         self._full: dict[cst.CSTNode, CodeRange] | None = None
 
     def range_of(self, node: cst.CSTNode) -> CodeRange:
         found = self._ranges.get(node)
+        if found is None and self._reparser is not None:
+            found = self._reparser.known(self.module, node)
         if found is None:
             try:
                 found = self._locate(node)
             except (_Unmapped, KeyError, IndexError, SyntaxError, ValueError, RecursionError):
                 found = self.full()[node]
+            else:
+                if self._reparser is not None:
+                    top = self._top_level(node)
+                    if top is not None:
+                        self._reparser.remember(self.module, node, top, found)
             self._ranges[node] = found
         return found
+
+    def _top_level(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        parents = self._parent_map()
+        current = node
+        while True:
+            parent = parents.get(current)
+            if parent is None:
+                return None
+            if parent is self.module:
+                return current
+            current = parent
 
     def full(self) -> dict[cst.CSTNode, CodeRange]:
         """Every node's range, the expensive way (the fallback)."""
@@ -93,6 +122,10 @@ class Locator:
 
     def _locate(self, node: cst.CSTNode) -> CodeRange:
         parents = self._parent_map()
+        if node not in parents and self._fresh is not None:
+            self._fresh = None  # not in a reparsed statement after all: map them all
+            self._parents = None
+            parents = self._parent_map()
         if node not in parents:
             raise _Unmapped  # a label field the walk does not descend, or foreign node
         unit, child = self._unit(node, parents)
@@ -135,6 +168,9 @@ class Locator:
         if self._parents is None:
             parents: dict[cst.CSTNode, cst.CSTNode] = {}
             stack: list[cst.CSTNode] = [self.module]
+            if self._fresh is not None:  # the module's statements, inside the fresh ones
+                parents.update((statement, self.module) for statement in self.module.body)
+                stack = list(self._fresh)
             base = cst.CSTNode
             while stack:
                 parent = stack.pop()

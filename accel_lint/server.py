@@ -27,6 +27,7 @@ from accel_lint import __version__
 from accel_lint.config import ConfigError, Settings, load_settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.engine import analyze, fix_edits, rules_for, text_edits
+from accel_lint.incremental import Reparser
 from accel_lint.lint import fix_bytes, lint_bytes, lint_program
 from accel_lint.notebook import mask_cell
 from accel_lint.pages import page_url
@@ -72,6 +73,7 @@ class AccelLintServer(LanguageServer):
             ),
         )
         self.linted: dict[str, Linted] = {}  # by text document (or cell) URI
+        self.reparsers: dict[str, Reparser] = {}  # by document (or notebook) URI
         self._settings: dict[Path, Settings] = {}
 
     # -- settings: what `check` would use for a file in that folder -------------
@@ -102,10 +104,12 @@ class AccelLintServer(LanguageServer):
             return []
         # Edits are computed when a code action asks for them: each costs a transform
         # of the whole tree, too much to pay for every finding on every keystroke.
+        # the document's last parse: an edit reparses only the statements it touched
+        reparser = self.reparsers.setdefault(uri, Reparser())
         if program:  # a notebook's code cells as Python, not the notebook's JSON
-            report = lint_program(str(path), text, settings)
+            report = lint_program(str(path), text, settings, reparser)
         else:
-            report = lint_bytes(str(path), text.encode("utf-8"), settings)
+            report = lint_bytes(str(path), text.encode("utf-8"), settings, reparser=reparser)
         if report.internal_error is not None:
             self.window_log_message(
                 types.LogMessageParams(
@@ -432,6 +436,7 @@ def build() -> AccelLintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: AccelLintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.linted.pop(params.text_document.uri, None)
+        ls.reparsers.pop(params.text_document.uri, None)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )

@@ -71,6 +71,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
         (
             "accel_lint.names",
             "accel_lint.called",
+            "accel_lint.incremental",
             "accel_lint.walk",
             "accel_lint.source",
             "accel_lint.noqa",

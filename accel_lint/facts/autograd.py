@@ -24,7 +24,7 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts
-from accel_lint.facts.syntax import last_name
+from accel_lint.facts.syntax import children, last_name
 from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
 from accel_lint.torch_api import (
     AUTOGRAD_BACKWARD,
@@ -58,19 +58,19 @@ class Backward:
 
 def names_read(expr: cst.BaseExpression) -> set[str]:
     """Variables an expression reads: `loss` and `n` in `loss.mean() / n`, not the
-    attribute or method names (`mean`); lambdas are not entered."""
+    attribute or method names (`mean`), nor keyword names (`dim` in `sum(dim=1)`);
+    lambdas are not entered."""
     out: set[str] = set()
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Lambda):
             continue
-        if isinstance(node, cst.Attribute):
-            stack.append(node.value)
-            continue
         if isinstance(node, cst.Name):
             out.add(node.value)
-        stack.extend(node.children)
+        # the walk's fields: labels (attribute and keyword names) are not reads, and
+        # libcst's `children` property rebuilds the node (slow)
+        stack.extend(children(node))
     return out
 
 

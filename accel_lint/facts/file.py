@@ -149,6 +149,7 @@ class FileFacts:
         self.kwargs_dicts: dict[tuple[int, str], KwargsDict] = {}
         self._shared: dict[Callable[[FileFacts], Any], Any] = {}
         self._resolved: dict[frozenset[str], list[CallSite]] = {}
+        self._callees: list[frozenset[str]] = []  # of `calls`, in order
 
     # -- queries ------------------------------------------------------------
 
@@ -161,11 +162,16 @@ class FileFacts:
         return found
 
     def calls_resolving_to(self, targets: frozenset[str]) -> list[CallSite]:
-        """Every call whose callee resolves (through imports) to one of `targets`."""
+        """Every call whose callee resolves (through imports) to one of `targets`
+        (as `resolves_to` decides: every name it can denote is one of them)."""
         found = self._resolved.get(targets)
         if found is None:
+            callees = self._callees  # each callee resolved once, for every query
+            callees.extend(
+                qualified_names(site.node.func, site.scope) for site in self.calls[len(callees) :]
+            )
             found = self._resolved[targets] = [
-                site for site in self.calls if resolves_to(site.node.func, site.scope, targets)
+                site for site, names in zip(self.calls, callees) if names and names <= targets
             ]
         return found
 

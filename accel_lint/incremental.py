@@ -1,0 +1,263 @@
+"""Parse a new version of an open document by reparsing only the top-level
+statements an edit touched (the language server's path; `check` parses whole files).
+
+libcst's parse is the largest single cost of linting a file as it is typed
+(docs/performance.md). An edit changes a few lines; every top-level statement
+before and after them is the same text at the same indentation, and libcst's tree
+of it would be the same. `Reparser` keeps the last tree and how many lines each
+top-level statement spans (its code, with the comments and blank lines libcst
+attaches to it), reparses the changed statements alone and splices them between
+the old ones. The result is the tree `cst.parse_module` gives for the whole text
+(`tests/test_incremental.py` compares the two on real files and random edits);
+where that could differ, it parses the whole text:
+
+- a statement before the edit is kept only when the code line of the statement
+  after it is unchanged too: a top-level line at column 0 closes every block, so
+  the lines between (comments and blank lines libcst gives to one statement or the
+  other by what follows them) are attributed as before;
+- a statement after the edit is kept only when the lines libcst attaches before it
+  are empty or column-0 comments: never part of the block before them, whatever
+  that block now is;
+- the first statement is never reparsed alone (the module's header is decided with
+  it), and the module's defaults (indentation, line ending) must come out the
+  same: libcst leaves a block's indentation unset when it is the default.
+
+Nodes of the kept statements are the old tree's own objects, so the ranges found for
+them last time stay valid, shifted by the lines inserted above them (`known`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Union
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+from libcst.metadata import CodeRange
+
+# A lone carriage return is a line break to Python's tokenizer, but not one this
+# module counts: such a text is parsed whole.
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+# what a module's body holds (both kinds carry the lines libcst attaches above them)
+Statement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int  # 0-based line where the statement's text starts (its leading lines)
+    code: int  # its first line of code (a decorator's, for a decorated definition)
+    end: int  # the line after its last
+
+
+@dataclass
+class _Parsed:
+    lines: list[str]
+    module: cst.Module
+    spans: list[_Span]
+    # the ranges found for nodes of this tree: node -> (its top-level statement, range)
+    ranges: dict[cst.CSTNode, tuple[Statement, CodeRange]] = field(default_factory=dict)
+    starts: dict[int, int] = field(default_factory=dict)  # id(statement) -> its span's start
+    fresh: list[Statement] | None = None  # the statements parsed anew (None: all)
+
+
+class Reparser:
+    """One open document's last parse; `parse_module` parses its next version."""
+
+    def __init__(self) -> None:
+        self._last: _Parsed | None = None
+
+    def parse_module(self, text: str) -> cst.Module:
+        """`cst.parse_module(text)`, reusing the last tree's unchanged statements."""
+        lines = _lines(text)
+        spliced = self._splice(text, lines) if lines is not None and self._last else None
+        if spliced is not None:
+            self._last = spliced
+            return spliced.module
+        module = cst.parse_module(text)  # raises what the caller reports
+        self._last = None
+        if lines is not None:
+            spans = _spans(module, 0, _line_count(_code(module, module.header)))
+            if spans is not None and (spans[-1].end if spans else 0) <= len(lines):
+                self._last = _Parsed(lines, module, spans)
+                self._last.starts = {id(s): span.start for s, span in zip(module.body, spans)}
+        return module
+
+    def fresh(self, module: cst.Module) -> list[Statement] | None:
+        """The top-level statements of `module` parsed anew (None: it was parsed whole,
+        or is not this document's last tree)."""
+        last = self._last
+        return last.fresh if last is not None and last.module is module else None
+
+    # -- positions carried over -----------------------------------------------------
+
+    def known(self, module: cst.Module, node: cst.CSTNode) -> CodeRange | None:
+        """The range of `node` found in an earlier version of `module`'s text, moved to
+        where its statement is now; None when it has not been found before."""
+        last = self._last
+        if last is None or last.module is not module:
+            return None
+        found = last.ranges.get(node)
+        return found[1] if found is not None else None
+
+    def remember(
+        self, module: cst.Module, node: cst.CSTNode, statement: cst.CSTNode, rng: CodeRange
+    ) -> None:
+        """`node`, inside the top-level `statement`, is at `rng` in `module`'s text."""
+        last = self._last
+        if last is None or last.module is not module:
+            return
+        if isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            last.ranges[node] = (statement, rng)
+
+    # -- the splice -------------------------------------------------------------------
+
+    def _splice(self, text: str, lines: list[str]) -> _Parsed | None:
+        last = self._last
+        assert last is not None
+        old, spans, module = last.lines, last.spans, last.module
+        n = len(spans)
+        if n < 2:
+            return None
+        limit = min(len(old), len(lines))
+        same = 0
+        while same < limit and old[same] == lines[same]:
+            same += 1
+        if same == len(old) == len(lines):
+            return None  # the same text: parse it as usual (nothing to gain)
+        tail = 0
+        while tail < limit - same and old[-1 - tail] == lines[-1 - tail]:
+            tail += 1
+        shift = len(lines) - len(old)
+        # kept before the edit: statements whose next statement's code line is unchanged
+        first = 0
+        while first + 1 < n and spans[first + 1].code < same:
+            first += 1
+        if first == 0:
+            return None
+        # kept after the edit: unchanged statements with only empty or column-0 lines above
+        stop = n
+        while stop > first and spans[stop - 1].start >= len(old) - tail:
+            if not _plain_leading(old, spans[stop - 1]):
+                break
+            stop -= 1
+        start_line = spans[first].start
+        end_line = (spans[stop].start if stop < n else len(old)) + shift
+        region_text = "".join(lines[start_line:end_line])
+        try:
+            region = cst.parse_module(region_text)
+        except (cst.ParserSyntaxError, cst.CSTValidationError, cst.CSTLogicError):
+            return None  # the whole text decides what to report
+        if not region.body or region.default_newline != module.default_newline:
+            return None
+        if stop < n and (region.footer or not region_text.endswith("\n")):
+            return None
+        if not _same_indent(module, region, first, stop):
+            return None
+        head = region.body[0]
+        if region.header:
+            head = head.with_changes(leading_lines=[*region.header, *head.leading_lines])
+        body = [*region.body]
+        body[0] = head
+        new_spans = _spans_of(body, region, start_line)
+        footer = _line_count(_code(region, region.footer)) if stop == n else 0
+        if new_spans is None or new_spans[-1].end != end_line - footer:
+            return None
+        changes: dict[str, object] = {"body": [*module.body[:first], *body, *module.body[stop:]]}
+        if stop == n:  # the region ran to the end: its end is the file's
+            changes["footer"] = region.footer
+            changes["has_trailing_newline"] = region.has_trailing_newline
+        spliced = module.with_changes(**changes)
+        moved = [_Span(s.start + shift, s.code + shift, s.end + shift) for s in spans[stop:]]
+        result = _Parsed(lines, spliced, [*spans[:first], *new_spans, *moved])
+        result.starts = {id(s): span.start for s, span in zip(spliced.body, result.spans)}
+        result.ranges = _carried(last, result)
+        result.fresh = body
+        return result
+
+
+def _carried(last: _Parsed, now: _Parsed) -> dict[cst.CSTNode, tuple[Statement, CodeRange]]:
+    """The ranges of nodes in kept statements, moved by the lines added above them."""
+    carried: dict[cst.CSTNode, tuple[Statement, CodeRange]] = {}
+    for node, (statement, rng) in last.ranges.items():
+        then, now_at = last.starts.get(id(statement)), now.starts.get(id(statement))
+        if then is None or now_at is None:
+            continue
+        delta = now_at - then
+        carried[node] = (
+            statement,
+            CodeRange(
+                (rng.start.line + delta, rng.start.column), (rng.end.line + delta, rng.end.column)
+            ),
+        )
+    return carried
+
+
+def _lines(text: str) -> list[str] | None:
+    if _LONE_CR.search(text):
+        return None
+    return text.splitlines(keepends=True) if "\n" in text else None
+
+
+def _code(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> str:
+    state = CodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline
+    )
+    for node in nodes:
+        node._codegen(state)
+    return "".join(state.tokens)
+
+
+def _line_count(code: str) -> int:
+    return code.count("\n")
+
+
+def _spans(module: cst.Module, first: int, start: int) -> list[_Span] | None:
+    return _spans_of(list(module.body[first:]), module, start)
+
+
+def _spans_of(
+    statements: Sequence[Statement], module: cst.Module, start: int
+) -> list[_Span] | None:
+    """Each statement's lines from line `start` on; None where a statement's text does
+    not end a line (the last one, without a final newline)."""
+    spans: list[_Span] = []
+    line = start
+    for statement in statements:
+        code = _code(module, [statement])
+        if not code.endswith("\n"):
+            return None
+        leading = len(statement.leading_lines)
+        end = line + _line_count(code)
+        spans.append(_Span(line, line + leading, end))
+        line = end
+    return spans
+
+
+def _plain_leading(lines: list[str], span: _Span) -> bool:
+    for line in lines[span.start : span.code]:
+        if line.strip() and not line.startswith("#"):
+            return False
+        if not line.strip() and line not in ("\n", "\r\n"):
+            return False
+    return True
+
+
+def _compound(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.BaseCompoundStatement)
+
+
+def _same_indent(module: cst.Module, region: cst.Module, first: int, stop: int) -> bool:
+    """Whether the spliced tree's blocks carry the indentation libcst would give them
+    parsing the whole text: the file's default comes from its first indented block."""
+    region_blocks = any(_compound(s) for s in region.body)
+    if region_blocks and region.default_indent != module.default_indent:
+        return False
+    if any(_compound(s) for s in module.body[:first]):
+        return True  # the file's first block is kept: its default stands
+    if region_blocks:
+        return True  # the region's first block is the file's first: the same default
+    # the first block is after the region now; it must have been there before too
+    return not any(_compound(s) for s in module.body[first:stop])
