@@ -38,12 +38,13 @@ class Analysis:
     error: Diagnostic | None = None
     note: str | None = None  # checked with libcst's grammar only: syntax newer than this Python
     reparser: Reparser | None = None  # the open document's, in the language server
+    tree: ast.Module | None = None  # CPython's tree of the text, when the parse made one
     _locator: Locator | None = None
 
     def range_of(self, node: cst.CSTNode) -> CodeRange:
         if self._locator is None:
             assert self.module is not None
-            self._locator = Locator(self.module, self.source.text, reparser=self.reparser)
+            self._locator = Locator(self.module, self.source.text, self.tree, self.reparser)
         return self._locator.range_of(node)
 
 
@@ -87,7 +88,9 @@ def analyze(
     if parsed.module is None:
         return Analysis(path, source, None, error=parsed.error)
     module = parsed.module
-    analysis = Analysis(path, source, module, note=parsed.note, reparser=reparser)
+    analysis = Analysis(
+        path, source, module, note=parsed.note, reparser=reparser, tree=parsed.tree
+    )
     if not rules:
         return analysis
     facts = FileFacts(module)

@@ -81,6 +81,7 @@ class Parsed:
     module: cst.Module | None
     error: Diagnostic | None = None
     note: str | None = None
+    tree: ast.Module | None = None  # CPython's, of the same text (positions reuse it)
 
 
 @contextlib.contextmanager
@@ -165,7 +166,7 @@ def parse(
     except RecursionError:
         return Parsed(None, too_deep(path))
     if rejected is None:
-        return Parsed(module)
+        return Parsed(module, tree=tree)
     newer = _newer_syntax(module, exc_message=rejected.message)
     if newer is None:
         return Parsed(None, rejected)
