@@ -153,6 +153,12 @@ class Evaluations:
         return bool(MODEL_NAME.match(last_name(func) or ""))
 
 
+def named_for_evaluation(name: str) -> bool:
+    """A function name that says it evaluates: `evaluate`, `validate`, `test_epoch`,
+    `predict`, `inference` (leading underscores allowed)."""
+    return bool(_EVALUATION_NAME.match(name))
+
+
 def _switches_to_eval(call: cst.Call) -> bool:
     """`<m>.eval()` or `<m>.train(False)`."""
     func = call.func

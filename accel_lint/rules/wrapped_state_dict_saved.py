@@ -160,7 +160,10 @@ class WrappedStateDictSaved(Rule):
         text = code_for(model)
         message = _MESSAGE.format(model=text)
         if state is Wrap.MAYBE:
-            reason = f"`{text}` is not wrapped on every path here, so `{text}.module` may not exist"
+            reason = (
+                f"`{text}` is not certainly the wrapper here (wrapped only on some paths, "
+                f"rebound, or read in another function), so `{text}.module` may not exist"
+            )
             self.report(call, message, no_fix_reason=reason)
             return
         if self._loads_into_wrapper():
