@@ -161,11 +161,16 @@ SHAPES = {
     "ddp_helper": (["--epochs", "1"], "runs/train/last.pt"),
     # Tianxiaomo/pytorch-YOLOv4 train.py: loader and epoch loop in the `train()` it calls
     "train_function": (["--epochs", "1"], "checkpoints/model1.pth"),
+    # pytorch/examples imagenet/main.py (MoCo, SimSiam): its own DDP path in `main_worker`
+    "imagenet": (["--epochs", "1", "-j", "0", "--dist-backend", "gloo"], "runs/checkpoint.pth.tar"),
 }
 # migrated scripts that, run with plain `python`, take their own single-process path
-SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked", "ddp_helper"}
+SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked", "ddp_helper", "imagenet"}
 # what the scripts write besides the checkpoint (the best one's copy, by rank 0)
-ALSO_WRITTEN = {"dataset_in_call": "runs/run/model_best.pth.tar"}
+ALSO_WRITTEN = {
+    "dataset_in_call": "runs/run/model_best.pth.tar",
+    "imagenet": "runs/model_best.pth.tar",
+}
 
 
 @pytest.fixture(scope="module")
@@ -775,3 +780,110 @@ def test_a_project_helper_that_wraps_in_ddp_is_the_distributed_path() -> None:
     unbound = imported.replace("model = smart_DDP(model)", "smart_DDP(model)")
     (message,) = _acl401(unbound)
     assert "no fix: the script sets up torch.distributed but never wraps in DDP" in message
+
+
+# -- the ImageNet template ----------------------------------------------------------
+
+IMAGENET = (CASES / "ACL401_imagenet.py").read_text(encoding="utf-8")
+IMAGENET_FALLBACK = """\
+        if args.arch.startswith("vgg"):
+            model.features = torch.nn.DataParallel(model.features)  # ACL401
+            model.cuda()
+        else:
+            model = torch.nn.DataParallel(model).cuda()  # ACL401
+"""
+
+
+def _imagenet(old: str, new: str) -> str:
+    assert old in IMAGENET
+    return IMAGENET.replace(old, new)
+
+
+def test_the_imagenet_template_takes_torchrun_from_its_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import runpy
+
+    import torch
+
+    script = CASES / "ACL401_imagenet.fixed.py"
+
+    def parsed() -> object:
+        return runpy.run_path(str(script), run_name="imagenet")["parser"].parse_args([])
+
+    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    alone = parsed()
+    assert (alone.gpu, alone.dist_url) == (None, "tcp://127.0.0.1:23456")  # type: ignore[attr-defined]
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    on_cpu = parsed()
+    # no GPU to pin: `--gpu` stays unset, as the script's CPU path wants it
+    assert (on_cpu.gpu, on_cpu.dist_url) == (None, "env://")  # type: ignore[attr-defined]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    on_gpus = parsed()
+    assert (on_gpus.gpu, on_gpus.dist_url) == (1, "env://")  # type: ignore[attr-defined]
+
+
+def test_the_imagenet_template_keeps_a_warning_that_is_not_about_the_fallback() -> None:
+    warned = 'warnings.warn("You have chosen a specific GPU: data parallelism is disabled.")'
+    kept = 'warnings.warn("You have chosen GPU {}.".format(args.gpu))'
+    migrated = migrate(_imagenet(warned, kept))
+    assert kept in migrated
+    assert "torch.nn.DataParallel(" not in migrated
+    assert warned not in migrate(IMAGENET)
+
+
+IMAGENET_NO_FIX = [
+    pytest.param(
+        _imagenet('"--world-size", default=-1', '"--world-size", default=1'),
+        "`--world-size` does not default to -1, which torchrun's value replaces",
+        id="world-size-default",
+    ),
+    pytest.param(
+        _imagenet(
+            "args.distributed = args.world_size > 1 or args.multiprocessing_distributed",
+            "args.distributed = args.world_size > 1",
+        ),
+        "`args.distributed` is not `args.world_size > 1 or args.multiprocessing_distributed`",
+        id="distributed-flag",
+    ),
+    pytest.param(
+        _imagenet('args.rank = int(os.environ["RANK"])', "args.rank = 0"),
+        "`args.rank` is not read from `RANK` under `--dist-url env://`",
+        id="rank-not-from-environment",
+    ),
+    pytest.param(
+        _imagenet("model, device_ids=[args.gpu])", "model)"),
+        "the `args.distributed` branch does not wrap in DistributedDataParallel with "
+        "`device_ids=[args.gpu]`",
+        id="ddp-without-device",
+    ),
+    pytest.param(
+        _imagenet(
+            "torch.utils.data.distributed.DistributedSampler(train_dataset)",
+            "torch.utils.data.RandomSampler(train_dataset)",
+        ),
+        "no DistributedSampler is built when `args.distributed`",
+        id="no-distributed-sampler",
+    ),
+    pytest.param(
+        _imagenet(IMAGENET_FALLBACK, "        model = torch.nn.DataParallel(model)  # ACL401\n"),
+        "the DataParallel fallback does not move the model to the GPU on every path",
+        id="fallback-does-not-move",
+    ),
+    pytest.param(
+        _imagenet(
+            IMAGENET_FALLBACK,
+            "        model = torch.nn.DataParallel(model).cuda()  # ACL401\n        print(model)\n",
+        ),
+        "the DataParallel fallback also runs `print(model)`",
+        id="fallback-does-more",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "reason"), IMAGENET_NO_FIX)
+def test_imagenet_templates_beyond_the_migration_say_why(text: str, reason: str) -> None:
+    test_shapes_beyond_the_codemod_say_why(text, reason)

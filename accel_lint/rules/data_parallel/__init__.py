@@ -18,6 +18,7 @@ from accel_lint.names import Scope, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Launcher, Rule, Verification
 from accel_lint.rules.data_parallel.directories import tolerate_existing
 from accel_lint.rules.data_parallel.equivalence import equivalence
+from accel_lint.rules.data_parallel.imagenet import imagenet_fix
 from accel_lint.rules.data_parallel.own_ddp import own_ddp_fix
 from accel_lint.rules.data_parallel.plan import merge, to_fix
 from accel_lint.rules.data_parallel.process_group import set_up_and_tear_down
@@ -96,6 +97,17 @@ class DataParallel(Rule):
             return
         tree = Tree(self.ctx.module)
         if self.facts.is_distributed:
+            try:
+                # pytorch/examples' ImageNet script and its copies: one fix for its wraps
+                template = imagenet_fix(calls, self.facts, tree)
+            except NoFix as refused:
+                for site in calls:
+                    self.report(site.node, _WHY, no_fix_reason=str(refused))
+                return
+            if template is not None:
+                for site in calls:
+                    self.report(site.node, _WHY, template, equivalence=Equivalence.STATISTICAL)
+                return
             # a script with its own distributed path: each fallback wrap is dropped alone
             for site in calls:
                 try:

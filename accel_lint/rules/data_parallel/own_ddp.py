@@ -78,7 +78,7 @@ def _branch_of(statement: cst.SimpleStatementLine, tree: Tree) -> cst.If | cst.E
     return owner if isinstance(owner, (cst.If, cst.Else)) else None
 
 
-def _chain_head(branch: cst.If | cst.Else, tree: Tree) -> list[cst.If]:
+def chain_head(branch: cst.If | cst.Else, tree: Tree) -> list[cst.If]:
     """The `if`s before this branch in its chain, outermost first (the branch itself
     when it is an `if`, last)."""
     chain: list[cst.If] = [branch] if isinstance(branch, cst.If) else []
@@ -102,7 +102,7 @@ def _switches(
     """The rank expressions that decide between the distributed path and this
     fallback, with their scopes; `NoFix` when the branch is not shown to be the
     single-process one."""
-    chain = _chain_head(branch, tree)
+    chain = chain_head(branch, tree)
     ddp_sites = [s for s in facts.calls if _is_ddp(s, tree)]
     earlier = [b for b in chain if b is not branch]
     own_test = branch.test if isinstance(branch, cst.If) else None
