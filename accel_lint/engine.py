@@ -88,9 +88,7 @@ def analyze(
     if parsed.module is None:
         return Analysis(path, source, None, error=parsed.error)
     module = parsed.module
-    analysis = Analysis(
-        path, source, module, note=parsed.note, reparser=reparser, tree=parsed.tree
-    )
+    analysis = Analysis(path, source, module, note=parsed.note, reparser=reparser, tree=parsed.tree)
     if not rules:
         return analysis
     facts = FileFacts(module)
