@@ -32,11 +32,31 @@ def _last(expr: ast.expr) -> str | None:
     return None
 
 
+# Nodes that hold no call, decorator or import below them: not entered (most of a
+# tree's nodes are names, constants and their load/store contexts).
+_NO_CALLS = (
+    ast.expr_context,
+    ast.operator,
+    ast.boolop,
+    ast.cmpop,
+    ast.unaryop,
+    ast.Name,
+    ast.Constant,
+)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_IMPORTS = (ast.Import, ast.ImportFrom)
+
+
 def called(tree: ast.Module) -> Called:
     names: set[str] = set()
     moved: set[str] = set()
     renamed: dict[str, str] = {}
-    for node in ast.walk(tree):
+    # a walk of our own: `ast.walk` enters every node through generators (the
+    # language server pays this on every edit)
+    stack: list[ast.AST] = [tree]
+    push = stack.append
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.Call):
             name = _last(node.func)
             if name is not None:
@@ -50,15 +70,24 @@ def called(tree: ast.Module) -> Called:
                 inner = _last(func.value.func)
                 if inner is not None:
                     moved.add(inner)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(node, _DEFINITIONS):
             for decorator in node.decorator_list:
                 name = _last(decorator)  # a decorator that is a call is a Call node
                 if name is not None:
                     names.add(name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        elif isinstance(node, _IMPORTS):
             for alias in node.names:
                 if alias.asname is not None:
                     renamed[alias.asname] = alias.name.rsplit(".", 1)[-1]
+            continue
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, _NO_CALLS):
+                        push(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, _NO_CALLS):
+                push(value)
     names |= {renamed[n] for n in names if n in renamed}
     moved |= {renamed[n] for n in moved if n in renamed}
     return Called(frozenset(names), frozenset(moved))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping
 
 import libcst as cst
@@ -27,8 +28,16 @@ def code_for(node: cst.CSTNode) -> str:
     return _EMPTY_MODULE.code_for_node(node)
 
 
+@functools.lru_cache(maxsize=256)
+def expression(text: str) -> cst.BaseExpression:
+    """libcst's node for `text`. A fix's value is one of a few spellings (`True`,
+    `torch.cuda.is_available()`) that rules write for every finding they report, and
+    libcst's nodes are immutable: one parse serves them all."""
+    return cst.parse_expression(text)
+
+
 def keyword_arg(keyword: str, value: str | cst.BaseExpression) -> cst.Arg:
-    expr = cst.parse_expression(value) if isinstance(value, str) else value
+    expr = expression(value) if isinstance(value, str) else value
     return cst.Arg(
         value=expr,
         keyword=cst.Name(keyword),
@@ -74,7 +83,7 @@ def add_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -
 
 def set_keyword(call: cst.Call, keyword: str, value: str | cst.BaseExpression) -> cst.Call:
     """`call` with the existing `keyword=` argument's value replaced, or added."""
-    expr = cst.parse_expression(value) if isinstance(value, str) else value
+    expr = expression(value) if isinstance(value, str) else value
     args = list(call.args)
     for i, arg in enumerate(args):
         if arg.keyword is not None and arg.keyword.value == keyword:

@@ -127,7 +127,7 @@ class AccelLintServer(LanguageServer):
             types.PublishDiagnosticsParams(
                 uri=document.uri,
                 version=document.version,
-                diagnostics=[lsp_diagnostic(document, d) for d in found],
+                diagnostics=lsp_diagnostics(document, found),
             )
         )
 
@@ -146,7 +146,7 @@ class AccelLintServer(LanguageServer):
             self.linted[uri] = Linted(document.version, diagnostics)
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(
-                    uri=uri, diagnostics=[lsp_diagnostic(document, d) for d in diagnostics]
+                    uri=uri, diagnostics=lsp_diagnostics(document, diagnostics)
                 )
             )
 
@@ -192,7 +192,8 @@ class AccelLintServer(LanguageServer):
         linted = self.linted.get(uri)
         if linted is None:
             return []
-        return [d for d in linted.diagnostics if overlaps(lsp_range(document, d), rng)]
+        lines = document.lines
+        return [d for d in linted.diagnostics if overlaps(lsp_range(document, d, lines), rng)]
 
 
 def fixes_for(
@@ -257,19 +258,32 @@ def uri_path(uri: str) -> Path:
     return Path.cwd() / (Path(unquote(parsed.path)).name or "untitled.py")
 
 
-def lsp_range(document: TextDocument, diagnostic: Diagnostic | Edit) -> types.Range:
+def lsp_range(
+    document: TextDocument, diagnostic: Diagnostic | Edit, lines: Sequence[str] | None = None
+) -> types.Range:
+    """`lines`: the document's lines, when the caller converts many ranges (pygls
+    splits the whole text again at each `document.lines`)."""
     rng = types.Range(
         start=types.Position(line=diagnostic.row - 1, character=diagnostic.column - 1),
         end=types.Position(line=diagnostic.end_row - 1, character=diagnostic.end_column - 1),
     )
     # our columns count code points; the client may count UTF-16 units
-    return document.position_codec.range_to_client_units(document.lines, rng)
+    return document.position_codec.range_to_client_units(
+        document.lines if lines is None else lines, rng
+    )
 
 
-def lsp_diagnostic(document: TextDocument, diagnostic: Diagnostic) -> types.Diagnostic:
+def lsp_diagnostics(document: TextDocument, found: Iterable[Diagnostic]) -> list[types.Diagnostic]:
+    lines = document.lines
+    return [lsp_diagnostic(document, d, lines) for d in found]
+
+
+def lsp_diagnostic(
+    document: TextDocument, diagnostic: Diagnostic, lines: Sequence[str] | None = None
+) -> types.Diagnostic:
     rule = BY_CODE.get(diagnostic.code)
     return types.Diagnostic(
-        range=lsp_range(document, diagnostic),
+        range=lsp_range(document, diagnostic, lines),
         message=diagnostic.full_message,
         severity=(
             types.DiagnosticSeverity.Error
@@ -293,7 +307,8 @@ def overlaps(a: types.Range, b: types.Range) -> bool:
 
 def noqa_edit(document: TextDocument, code: str, row: int) -> types.TextEdit:
     """`# noqa: CODE` at the end of the reported line, or CODE added to its noqa."""
-    line = document.lines[row - 1].rstrip("\r\n") if row - 1 < len(document.lines) else ""
+    lines = document.lines
+    line = lines[row - 1].rstrip("\r\n") if row - 1 < len(lines) else ""
     match = _NOQA.search(line)
     if match is not None and match.group("codes"):
         at = match.end("codes")
@@ -309,7 +324,8 @@ def noqa_edit(document: TextDocument, code: str, row: int) -> types.TextEdit:
 
 
 def client_edits(document: TextDocument, edits: Iterable[Edit]) -> list[types.TextEdit]:
-    return [types.TextEdit(range=lsp_range(document, e), new_text=e.content) for e in edits]
+    lines = document.lines
+    return [types.TextEdit(range=lsp_range(document, e, lines), new_text=e.content) for e in edits]
 
 
 def code_actions(server: AccelLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
