@@ -18,9 +18,10 @@ where that could differ, it parses the whole text:
 - a statement after the edit is kept only when the lines libcst attaches before it
   are empty or column-0 comments: never part of the block before them, whatever
   that block now is;
-- the first statement is never reparsed alone (the module's header is decided with
-  it), and the module's defaults (indentation, line ending) must come out the
-  same: libcst leaves a block's indentation unset when it is the default.
+- a region that holds the first statement starts at the file's first line (libcst
+  gives the lines above the first statement to the module's header), and the
+  module's defaults (indentation, line ending) must come out the same: libcst
+  leaves a block's indentation unset when it is the default.
 
 Nodes of the kept statements are the old tree's own objects, so the ranges found for
 them last time stay valid, shifted by the lines inserted above them (`known`).
@@ -28,6 +29,7 @@ them last time stay valid, shifted by the lines inserted above them (`known`).
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -69,8 +71,10 @@ class Reparser:
     def __init__(self) -> None:
         self._last: _Parsed | None = None
 
-    def parse_module(self, text: str) -> cst.Module:
-        """`cst.parse_module(text)`, reusing the last tree's unchanged statements."""
+    def parse_module(self, text: str, tree: ast.Module | None = None) -> cst.Module:
+        """`cst.parse_module(text)`, reusing the last tree's unchanged statements.
+        `tree`: CPython's tree of `text`, which places the statements of a whole parse
+        without generating their code."""
         lines = _lines(text)
         spliced = self._splice(text, lines) if lines is not None and self._last else None
         if spliced is not None:
@@ -78,8 +82,10 @@ class Reparser:
             return spliced.module
         module = cst.parse_module(text)  # raises what the caller reports
         self._last = None
-        if lines is not None:
-            spans = _spans(module, 0, _line_count(_code(module, module.header)))
+        if lines is not None and text.endswith("\n"):
+            spans = _spans_from_tree(module, tree, len(lines)) if tree is not None else None
+            if spans is None:
+                spans = _spans_of(module.body, module, len(module.header))
             if spans is not None and (spans[-1].end if spans else 0) <= len(lines):
                 self._last = _Parsed(lines, module, spans)
                 self._last.starts = {id(s): span.start for s, span in zip(module.body, spans)}
@@ -135,15 +141,17 @@ class Reparser:
         first = 0
         while first + 1 < n and spans[first + 1].code < same:
             first += 1
-        if first == 0:
-            return None
         # kept after the edit: unchanged statements with only empty or column-0 lines above
         stop = n
-        while stop > first and spans[stop - 1].start >= len(old) - tail:
+        # at least one statement is reparsed: lines inserted above a statement are its
+        # leading lines (or the header), which a region of no statement cannot hold
+        while stop > first + 1 and spans[stop - 1].start >= len(old) - tail:
             if not _plain_leading(old, spans[stop - 1]):
                 break
             stop -= 1
-        start_line = spans[first].start
+        # from the first statement on, the region starts the file: its header is the
+        # file's, decided as a whole parse decides it
+        start_line = spans[first].start if first else 0
         end_line = (spans[stop].start if stop < n else len(old)) + shift
         region_text = "".join(lines[start_line:end_line])
         try:
@@ -156,16 +164,21 @@ class Reparser:
             return None
         if not _same_indent(module, region, first, stop):
             return None
-        head = region.body[0]
-        if region.header:
-            head = head.with_changes(leading_lines=[*region.header, *head.leading_lines])
         body = [*region.body]
-        body[0] = head
-        new_spans = _spans_of(body, region, start_line)
+        changes: dict[str, object] = {}
+        if first == 0:
+            changes["header"] = region.header
+            new_spans = _spans_of(body, region, start_line + len(region.header))
+        else:  # parsed alone, the lines above the statement went to the region's header
+            if region.header:
+                body[0] = body[0].with_changes(
+                    leading_lines=[*region.header, *body[0].leading_lines]
+                )
+            new_spans = _spans_of(body, region, start_line)
         footer = _line_count(_code(region, region.footer)) if stop == n else 0
         if new_spans is None or new_spans[-1].end != end_line - footer:
             return None
-        changes: dict[str, object] = {"body": [*module.body[:first], *body, *module.body[stop:]]}
+        changes["body"] = [*module.body[:first], *body, *module.body[stop:]]
         if stop == n:  # the region ran to the end: its end is the file's
             changes["footer"] = region.footer
             changes["has_trailing_newline"] = region.has_trailing_newline
@@ -196,9 +209,15 @@ def _carried(last: _Parsed, now: _Parsed) -> dict[cst.CSTNode, tuple[Statement, 
 
 
 def _lines(text: str) -> list[str] | None:
-    if _LONE_CR.search(text):
+    """The text's lines as Python counts them (`str.splitlines` also breaks at form
+    feeds and other separators that are whitespace to the tokenizer)."""
+    if _LONE_CR.search(text) or "\n" not in text:
         return None
-    return text.splitlines(keepends=True) if "\n" in text else None
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 def _code(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> str:
@@ -214,8 +233,30 @@ def _line_count(code: str) -> int:
     return code.count("\n")
 
 
-def _spans(module: cst.Module, first: int, start: int) -> list[_Span] | None:
-    return _spans_of(list(module.body[first:]), module, start)
+def _spans_from_tree(module: cst.Module, tree: ast.Module, count: int) -> list[_Span] | None:
+    """Each statement's lines from CPython's line numbers: its code starts at its
+    first line (a decorator's), the lines libcst attaches above it come before, and
+    it ends where the next one's start (the last, at the module's footer). None
+    where the two trees do not line up."""
+    nodes = tree.body
+    index = 0
+    places: list[tuple[int, int]] = []
+    for statement in module.body:
+        if index >= len(nodes):
+            return None
+        node = nodes[index]
+        decorators = getattr(node, "decorator_list", None) or []
+        code = min([node.lineno, *(d.lineno for d in decorators)]) - 1
+        places.append((code - len(statement.leading_lines), code))
+        # `a = 1; b = 2` is one line of libcst's and two statements of CPython's
+        index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    if index != len(nodes) or not places or places[0][0] != len(module.header):
+        return None
+    ends = [start for start, _ in places[1:]] + [count - len(module.footer)]
+    spans = [_Span(start, code, end) for (start, code), end in zip(places, ends)]
+    if any(span.end <= span.code for span in spans):
+        return None
+    return spans
 
 
 def _spans_of(

@@ -156,7 +156,7 @@ def parse(
     try:
         # what CPython rejects is never spliced: the whole text decides the ACL000
         if reparser is not None and rejected is None:
-            module = reparser.parse_module(text)
+            module = reparser.parse_module(text, tree)
         else:
             module = cst.parse_module(text)
     except LIBCST_ERRORS as exc:

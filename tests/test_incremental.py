@@ -4,13 +4,15 @@ last version are the diagnostics of a fresh lint."""
 
 from __future__ import annotations
 
+import ast
 import random
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from accel_lint.config import load_settings
-from accel_lint.incremental import Reparser
+from accel_lint.incremental import Reparser, _spans_from_tree, _spans_of
 from accel_lint.lint import lint_bytes
 from tests.support import ROOT
 
@@ -128,13 +130,47 @@ def test_an_edit_inside_a_function_reparses_that_function_only() -> None:
     assert len(kept) == len(module.body) - 1
 
 
-def test_an_edit_at_the_first_statement_parses_the_whole_text() -> None:
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("import torch\n", "import torch  # the first statement\n"),
+        ("import torch\n", "# a header comment, the module's\n\nimport torch\n"),
+    ],
+)
+def test_an_edit_at_the_first_statement_reparses_from_the_first_line(old: str, new: str) -> None:
+    """libcst gives the lines above the first statement to the module's header: the
+    region starts at the file's first line, as a whole parse does."""
     reparser = Reparser()
     reparser.parse_module(TRAIN)
-    edited = TRAIN.replace("import torch\n", "import torch  # the header is decided here\n")
+    edited = TRAIN.replace(old, new, 1)
     module = reparser.parse_module(edited)
-    assert reparser.fresh(module) is None
+    fresh = reparser.fresh(module)
+    assert fresh is not None and fresh[0] is module.body[0]
     assert module.deep_equals(cst.parse_module(edited))
+    assert module.code == edited
+
+
+def test_a_form_feed_is_not_a_line_break() -> None:
+    """`str.splitlines` breaks at a form feed; Python's tokenizer does not."""
+    text = TRAIN.replace("\n\ndef evaluate", "\n\x0c\ndef evaluate")
+    reparser = Reparser()
+    reparser.parse_module(text, ast.parse(text))
+    edited = text.replace("batch_size=64", "batch_size=65")
+    module = reparser.parse_module(edited, ast.parse(edited))
+    assert reparser.fresh(module) is not None
+    assert module.deep_equals(cst.parse_module(edited))
+
+
+def test_statements_placed_by_cpythons_tree_are_placed_as_their_code_says() -> None:
+    """A whole parse places each statement from CPython's line numbers, not by
+    generating its code: the same lines either way."""
+    for script in SCRIPTS:
+        text = script.read_text(encoding="utf-8")
+        module = cst.parse_module(text)
+        lines = text.count("\n")
+        assert _spans_from_tree(module, ast.parse(text), lines) == _spans_of(
+            module.body, module, len(module.header)
+        ), script.name
 
 
 def test_a_statement_indented_into_the_block_above_reparses_that_block_too() -> None:
