@@ -161,15 +161,31 @@ class WorkersRestartedEachEpoch(Rule):
                 call, message, no_fix_reason=reason, equivalence=equivalence, related=related
             )
             return
+        # a count the command line sets may be 0 there, and DataLoader rejects
+        # persistent workers without workers: the value follows the count
+        value = self._option_count(site)
+        spelled = f"{code_for(value)} > 0" if value is not None else "True"
         if persistent is None:
             fix = Fix(
-                "Add `persistent_workers=True`",
-                {call: add_keyword(call, "persistent_workers", "True")},
+                f"Add `persistent_workers={spelled}`",
+                {call: add_keyword(call, "persistent_workers", spelled)},
             )
         else:
             literal = self.facts.literal_value(persistent, site.scope)
-            fix = Fix("Set `persistent_workers=True`", {literal: cst.Name("True")})
+            if literal is not persistent:  # a constant bound elsewhere: not in the call's scope
+                spelled = "True"
+            fix = Fix(
+                f"Set `persistent_workers={spelled}`", {literal: cst.parse_expression(spelled)}
+            )
         self.report(call, message, fix, equivalence=equivalence, related=related)
+
+    def _option_count(self, site: CallSite) -> cst.BaseExpression | None:
+        """The call's `num_workers` when a command-line option sets it."""
+        got = passed(site.node, "num_workers", self.facts, site.scope)
+        value = got.value
+        if value is None or self.facts.argparse_option_for(value) is None:
+            return None
+        return value
 
     def _equivalence(self, site: CallSite) -> Equivalence:
         """Exact only when nothing random depends on when the workers start: a worker's

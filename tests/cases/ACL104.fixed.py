@@ -38,7 +38,10 @@ def main(model, optimizer):
         Shapes(), batch_size=64, shuffle=True, num_workers=WORKERS, persistent_workers=True
     )
     val_loader = DataLoader(
-        Shapes(), batch_size=64, num_workers=args.workers, persistent_workers=True
+        Shapes(),
+        batch_size=64,
+        num_workers=args.workers,
+        persistent_workers=args.workers > 0,
     )
     for epoch in range(args.epochs):
         train_one_epoch(model, train_loader, optimizer)
