@@ -166,14 +166,22 @@ class FileFacts:
         (as `resolves_to` decides: every name it can denote is one of them)."""
         found = self._resolved.get(targets)
         if found is None:
-            callees = self._callees  # each callee resolved once, for every query
+            found = self._resolved[targets] = [
+                site
+                for site, names in zip(self.calls, self.callee_names())
+                if names and names <= targets
+            ]
+        return found
+
+    def callee_names(self) -> list[frozenset[str]]:
+        """What each call of `calls` calls (`qualified_names` of its callee), in the
+        same order: resolved once for every rule and fact that asks."""
+        callees = self._callees
+        if len(callees) < len(self.calls):
             callees.extend(
                 qualified_names(site.node.func, site.scope) for site in self.calls[len(callees) :]
             )
-            found = self._resolved[targets] = [
-                site for site, names in zip(self.calls, callees) if names and names <= targets
-            ]
-        return found
+        return callees
 
     # -- context helpers for rules ------------------------------------------
 
@@ -245,6 +253,9 @@ class FileFacts:
     # -- finish --------------------------------------------------------------
 
     def finish(self) -> None:
+        # what was resolved while the walk still bound names is resolved again
+        self._callees.clear()
+        self._resolved.clear()
         self._finish_calls()
         self._finish_constants()
         self._finish_kwargs_dicts()
@@ -254,14 +265,13 @@ class FileFacts:
         has_parser = False
         cuda = self._cuda_string_uses > 0
         distributed = False
-        for site in self.calls:
+        for site, names in zip(self.calls, self.callee_names()):
             func = site.node.func
             if isinstance(func, cst.Attribute):
                 if func.attr.value == "cuda":
                     cuda = True
                 elif func.attr.value == "add_argument":
                     option_calls.append(site)
-            names = qualified_names(func, site.scope)
             if not names or LOCAL in names:
                 continue
             if (

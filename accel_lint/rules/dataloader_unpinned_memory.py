@@ -10,7 +10,6 @@ from accel_lint.facts.loader_args import passed
 from accel_lint.names import (
     LOCAL,
     Scope,
-    qualified_names,
     resolves_to,
     root_is_module_import,
     spelling_for,
@@ -89,8 +88,7 @@ class DataloaderUnpinnedMemory(Rule):
     def _device_test(self) -> str | None:
         if self._test is None:
             accelerator = cuda = False
-            for site in self.facts.calls:
-                names = qualified_names(site.node.func, site.scope)
+            for names in self.facts.callee_names():
                 if not names or LOCAL in names:
                     continue
                 if names <= CUDA_IS_AVAILABLE:

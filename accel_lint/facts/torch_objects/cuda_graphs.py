@@ -13,7 +13,7 @@ import libcst as cst
 from accel_lint.facts.file import CallSite, FileFacts
 from accel_lint.facts.literals import string_value
 from accel_lint.facts.torch_objects.kinds import Kind
-from accel_lint.names import LOCAL, Scope, qualified_names, resolves_to
+from accel_lint.names import LOCAL, Scope, resolves_to
 
 # What captures CUDA graphs (the modules' own spellings too: `torch.cuda.graphs.graph`).
 _CUDA_GRAPHS = frozenset(
@@ -38,8 +38,7 @@ def captures_cuda_graphs(
     """Does the file capture CUDA graphs? A graph replays into the gradient
     tensors it captured, so they must stay allocated between steps: there,
     `set_to_none=False` (or a zero-filling loop) is required, not slow."""
-    for site in facts.calls:
-        names = qualified_names(site.node.func, site.scope)
+    for site, names in zip(facts.calls, facts.callee_names()):
         if not names or LOCAL in names:
             continue
         if names <= _CUDA_GRAPHS:
