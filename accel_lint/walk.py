@@ -20,6 +20,8 @@ from typing import Any
 import libcst as cst
 
 Method = Callable[[Any], None]
+# a field to descend (in reverse source order), with the hooks entering and leaving it
+_Field = tuple[str, tuple[Method, ...], tuple[Method, ...]]
 
 # Fields never descended: labels, whitespace, punctuation, operators.
 _SKIP_FIELD_PREFIXES = (
@@ -116,12 +118,6 @@ def collect_methods(visitors: Sequence[object]) -> dict[str, list[Method]]:
     return table
 
 
-_ENTER = 0
-_LEAVE = 1
-_ENTER_FIELD = 2
-_LEAVE_FIELD = 3
-
-
 def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
     """Visit `root` depth-first in source order, calling every visitor's methods.
 
@@ -130,44 +126,51 @@ def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
     """
     table = collect_methods(visitors)
     get = table.get
-    field_hooks = any(name.count("_") >= 2 and _is_field_hook(name) for name in table)
-    stack: list[tuple[int, Any, str]] = [(_ENTER, root, "")]
+    # Per node type, looked up once (the language server walks a whole file on every
+    # edit): its visit and leave methods, and for each field to descend, the hooks
+    # around it. A stack entry is a node to enter, or methods to call on a node (its
+    # leave methods, a field's hooks); none is pushed where there is nothing to call.
+    plans: dict[type, tuple[tuple[Method, ...], tuple[Method, ...], tuple[_Field, ...]]] = {}
+    stack: list[tuple[Any, tuple[Method, ...] | None]] = [(root, None)]
     push = stack.append
     pop = stack.pop
     node_base = cst.CSTNode
     while stack:
-        action, node, field = pop()
-        if action == _ENTER:
-            type_name = type(node).__name__
-            for method in get("visit_" + type_name, ()):
+        node, calls = pop()
+        if calls is not None:
+            for method in calls:
                 method(node)
-            push((_LEAVE, node, ""))
-            fields = child_fields(type(node))
-            for name in reversed(fields):
-                value = getattr(node, name)
-                if field_hooks:
-                    push((_LEAVE_FIELD, node, name))
-                if isinstance(value, node_base):
-                    push((_ENTER, value, ""))
-                elif isinstance(value, (list, tuple)):
-                    for child in reversed(value):
-                        if isinstance(child, node_base):
-                            push((_ENTER, child, ""))
-                if field_hooks:
-                    push((_ENTER_FIELD, node, name))
-        elif action == _LEAVE:
-            for method in get("leave_" + type(node).__name__, ()):
-                method(node)
-        elif action == _ENTER_FIELD:
-            for method in get(f"visit_{type(node).__name__}_{field}", ()):
-                method(node)
-        else:
-            for method in get(f"leave_{type(node).__name__}_{field}", ()):
-                method(node)
-
-
-def _is_field_hook(name: str) -> bool:
-    # visit_If_body -> ("If", "body"); visit_If -> not a field hook.
-    _, _, rest = name.partition("_")
-    node_name, sep, field = rest.partition("_")
-    return bool(sep) and bool(field) and hasattr(cst, node_name)
+            continue
+        kind = type(node)
+        plan = plans.get(kind)
+        if plan is None:
+            name = kind.__name__
+            plan = plans[kind] = (
+                tuple(get("visit_" + name, ())),
+                tuple(get("leave_" + name, ())),
+                tuple(
+                    (
+                        field,
+                        tuple(get(f"visit_{name}_{field}", ())),
+                        tuple(get(f"leave_{name}_{field}", ())),
+                    )
+                    for field in reversed(child_fields(kind))
+                ),
+            )
+        visits, leaves, fields = plan
+        for method in visits:
+            method(node)
+        if leaves:
+            push((node, leaves))
+        for field, entering, leaving in fields:
+            if leaving:
+                push((node, leaving))
+            value = getattr(node, field)
+            if isinstance(value, node_base):
+                push((value, None))
+            elif isinstance(value, (list, tuple)):
+                for child in reversed(value):
+                    if isinstance(child, node_base):
+                        push((child, None))
+            if entering:
+                push((node, entering))
