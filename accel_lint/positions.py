@@ -15,6 +15,7 @@ libcst's own.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from libcst.metadata.position_provider import PositionProvidingCodegenState
 from accel_lint.incremental import Reparser
 from accel_lint.walk import child_fields
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _PASS = cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
 # The fields of a compound statement that hold its body: a node under one of them is
 # not in the statement's header.
@@ -72,7 +74,8 @@ class Locator:
         reparser: Reparser | None = None,
     ) -> None:
         self.module = module
-        self.lines = text.splitlines(keepends=True)
+        # the lines CPython numbers (`str.splitlines` also breaks at form feeds)
+        self.lines: list[str] = _LINE.findall(text)
         self._text = text
         self._tree = tree
         self._reparser = reparser

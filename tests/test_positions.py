@@ -67,3 +67,10 @@ def _compare(text: str) -> None:
         if isinstance(node, KINDS):
             assert locator.range_of(node) == expected[node], cst.Module([]).code_for_node(node)
     assert locator._full is None, "fell back to the full PositionProvider"
+
+
+def test_form_feeds_and_carriage_returns_are_numbered_as_cpython_does() -> None:
+    """`str.splitlines` breaks at a form feed, CPython does not; a lone `\\r` is a
+    line break to both. Neither sends the file to the full PositionProvider."""
+    _compare("import torch\n\x0c\ndef f(x):\n    return g(x)\n")
+    _compare("a = f(1)\r\nb = g(2)\n\x0c# page\nc = h(3)\n")
