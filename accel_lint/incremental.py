@@ -76,7 +76,7 @@ class Reparser:
         `tree`: CPython's tree of `text`, which places the statements of a whole parse
         without generating their code."""
         lines = _lines(text)
-        spliced = self._splice(text, lines) if lines is not None and self._last else None
+        spliced = self._splice(lines) if lines is not None and self._last else None
         if spliced is not None:
             self._last = spliced
             return spliced.module
@@ -120,7 +120,7 @@ class Reparser:
 
     # -- the splice -------------------------------------------------------------------
 
-    def _splice(self, text: str, lines: list[str]) -> _Parsed | None:
+    def _splice(self, lines: list[str]) -> _Parsed | None:
         last = self._last
         assert last is not None
         old, spans, module = last.lines, last.spans, last.module
@@ -175,7 +175,7 @@ class Reparser:
                     leading_lines=[*region.header, *body[0].leading_lines]
                 )
             new_spans = _spans_of(body, region, start_line)
-        footer = _line_count(_code(region, region.footer)) if stop == n else 0
+        footer = len(region.footer) if stop == n else 0  # an EmptyLine is a line
         if new_spans is None or new_spans[-1].end != end_line - footer:
             return None
         changes["body"] = [*module.body[:first], *body, *module.body[stop:]]
@@ -229,10 +229,6 @@ def _code(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> str:
     return "".join(state.tokens)
 
 
-def _line_count(code: str) -> int:
-    return code.count("\n")
-
-
 def _spans_from_tree(module: cst.Module, tree: ast.Module, count: int) -> list[_Span] | None:
     """Each statement's lines from CPython's line numbers: its code starts at its
     first line (a decorator's), the lines libcst attaches above it come before, and
@@ -271,7 +267,7 @@ def _spans_of(
         if not code.endswith("\n"):
             return None
         leading = len(statement.leading_lines)
-        end = line + _line_count(code)
+        end = line + code.count("\n")
         spans.append(_Span(line, line + leading, end))
         line = end
     return spans

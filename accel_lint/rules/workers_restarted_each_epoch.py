@@ -60,10 +60,11 @@ class WorkersRestartedEachEpoch(Rule):
                     continue
             read = self._read_every_epoch(flow, site)
             if read is not None:
-                self._report(site, workers, got.value, read)
+                self._report(site, *workers, got.value, read)
 
-    def _workers(self, site: CallSite) -> str | None:
-        """How the call's `num_workers` is statically > 0, as the message says it."""
+    def _workers(self, site: CallSite) -> tuple[str, cst.BaseExpression | None] | None:
+        """How the call's `num_workers` is statically > 0, as the message says it, and
+        the count when a command-line option sets it (0 is possible there)."""
         got = passed(site.node, "num_workers", self.facts, site.scope)
         if got.absent or not got.known or got.conditional or got.value is None:
             return None
@@ -76,11 +77,11 @@ class WorkersRestartedEachEpoch(Rule):
             count = int_value(self.facts.literal_value(default, site.scope))
             if count is None or count <= 0:
                 return None
-            return f"`num_workers={code_for(value)}` (default {count})"
+            return f"`num_workers={code_for(value)}` (default {count})", value
         count = int_value(self.facts.literal_value(value, site.scope))
         if count is None or count <= 0 or _is_name(value, "True"):
             return None
-        return f"`num_workers={code_for(value)}`"
+        return f"`num_workers={code_for(value)}`", None
 
     def _read_every_epoch(self, flow: LoaderFlow, site: CallSite) -> Read | None:
         """A read of the loader inside an epoch loop that does not also rebuild it."""
@@ -132,7 +133,12 @@ class WorkersRestartedEachEpoch(Rule):
         )
 
     def _report(
-        self, site: CallSite, workers: str, persistent: cst.BaseExpression | None, read: Read
+        self,
+        site: CallSite,
+        workers: str,
+        option: cst.BaseExpression | None,
+        persistent: cst.BaseExpression | None,
+        read: Read,
     ) -> None:
         call = site.node
         message = (
@@ -163,8 +169,7 @@ class WorkersRestartedEachEpoch(Rule):
             return
         # a count the command line sets may be 0 there, and DataLoader rejects
         # persistent workers without workers: the value follows the count
-        value = self._option_count(site)
-        spelled = f"{code_for(value)} > 0" if value is not None else "True"
+        spelled = f"{code_for(option)} > 0" if option is not None else "True"
         if persistent is None:
             fix = Fix(
                 f"Add `persistent_workers={spelled}`",
@@ -178,14 +183,6 @@ class WorkersRestartedEachEpoch(Rule):
                 f"Set `persistent_workers={spelled}`", {literal: cst.parse_expression(spelled)}
             )
         self.report(call, message, fix, equivalence=equivalence, related=related)
-
-    def _option_count(self, site: CallSite) -> cst.BaseExpression | None:
-        """The call's `num_workers` when a command-line option sets it."""
-        got = passed(site.node, "num_workers", self.facts, site.scope)
-        value = got.value
-        if value is None or self.facts.argparse_option_for(value) is None:
-            return None
-        return value
 
     def _equivalence(self, site: CallSite) -> Equivalence:
         """Exact only when nothing random depends on when the workers start: a worker's
