@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from types import ModuleType
 
@@ -145,3 +147,79 @@ def test_dry_mode_verifies_every_workload_on_the_cpu(tmp_path: Path) -> None:
             assert row["verdict"] in ("holds", "fails", "not-verifiable"), row
     table = (out / "summary.md").read_text(encoding="utf-8")
     assert table.startswith("# accel-lint verify on CPU (dry mode)")
+
+
+def test_a_workload_past_its_share_of_the_budget_is_stopped_and_said(tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARK),
+            "--device",
+            "cpu",
+            "--only",
+            "cnn",
+            "--out",
+            str(out),
+            "--budget",
+            "0.5",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["budget"] == 0.5
+    (workload,) = summary["workloads"]
+    assert workload["exit_code"] is None
+    assert workload["error"] == "stopped at its share of the time budget (0 s)"
+    assert "| cnn | ACL201, ACL202, ACL203 | | stopped at its share" in (
+        out / "summary.md"
+    ).read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_device_script_installs_nothing_present_and_packs_what_comes_back(
+    tmp_path: Path,
+) -> None:
+    """The GPU call's script, rehearsed on the CPU: what comes back is at most 8 files
+    (the device tool's limit), the reports packed in one archive."""
+    pytest.importorskip("torch")
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            "bash",
+            str(ROOT / "benchmarks" / "gpu" / "device.sh"),
+            "--device",
+            "cpu",
+            "--only",
+            "eval-loop",
+            "--steps",
+            "2",
+            "--repeat",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+        env={**os.environ, "OUT": str(out), "PYTHON": sys.executable},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "device.log",
+        "machine.txt",
+        "reports.tar.gz",
+        "summary.json",
+        "summary.md",
+    ]
+    machine = (out / "machine.txt").read_text(encoding="utf-8")
+    assert "torch " in machine and "accel-lint " in machine
+    with tarfile.open(out / "reports.tar.gz") as packed:
+        names = set(packed.getnames())
+    assert {"reports/eval-loop.json", "reports/eval-loop.html", "reports/summary.md"} <= names
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["budget"] == 480 and summary["steps"] == 2
+    assert [row["verdict"] for row in summary["workloads"][0]["fixes"]] == ["holds"]

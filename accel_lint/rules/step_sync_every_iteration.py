@@ -90,9 +90,16 @@ class StepSyncEveryIteration(Rule):
                 return f"`print()` of the tensor `{printed}`"
         return None
 
-    def _tensor_receiver(self, receiver: cst.BaseExpression, site: CallSite) -> bool:
+    def _tensor_receiver(
+        self,
+        receiver: cst.BaseExpression,
+        site: CallSite,
+        following: frozenset[str] = frozenset(),
+    ) -> bool:
         """The receiver may be a tensor on the device: no synchronizing call earlier in
-        the chain, not a numpy or Python value, not a module."""
+        the chain, not a numpy or Python value, not a module. `following`: the names
+        whose bindings are being followed (`img = grid(img.cpu())` binds `img` from
+        itself: not followed again)."""
         expr = receiver
         while True:
             if isinstance(expr, cst.Call):
@@ -118,13 +125,16 @@ class StepSyncEveryIteration(Rule):
             bindings = site.scope.lookup(expr.value) or []
             if bindings and all(isinstance(b.node, cst.For) for b in bindings):
                 return False  # a batch as the loader gives it: on the host
+            if expr.value in following:
+                return True  # bound from itself: unknown, may be a device tensor
+            following = following | {expr.value}
             values = [b.value for b in bindings]
             # a value already on the host (`preds = out.cpu().numpy()`), or numpy's
             return not (
                 values
                 and all(
                     isinstance(v, cst.Call)
-                    and (self._numpy_call(v, site) or not self._tensor_receiver(v, site))
+                    and (self._numpy_call(v, site) or not self._tensor_receiver(v, site, following))
                     for v in values
                 )
             )

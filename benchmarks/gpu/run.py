@@ -7,6 +7,13 @@ reports and a summary (`summary.json`, `summary.md`) under one folder:
     python benchmarks/gpu/run.py                      # CUDA: full size, timed
     python benchmarks/gpu/run.py --device cpu         # dry mode: small, few steps
     python benchmarks/gpu/run.py --only cnn,eval-loop --out /tmp/gpu
+    python benchmarks/gpu/run.py --budget 480         # every workload within 8 minutes
+
+`--budget` shares a wall-clock budget among the workloads still to run: each gets
+an equal share of what is left (a quick one leaves more for the rest), and one that
+overruns its share is stopped with everything it started and reported as such, so a
+lent GPU's minutes are never spent on one workload. `device.sh` beside this file
+runs it on a GPU machine with no network (wheels carried in `wheelhouse/`).
 
 The dry mode runs the same scripts and the same verifier on the CPU, sized to
 take seconds, so that everything but the CUDA path is proven before a GPU run
@@ -20,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -174,34 +182,64 @@ def fix_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _run_within(
+    command: list[str], cwd: Path, seconds: float | None
+) -> tuple[int | None, str, str]:
+    """Run `command` in a session of its own; past `seconds`, end the whole session
+    (verify's runs are its grandchildren). The exit code is None when it was stopped."""
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1"},
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        return None, stdout, stderr
+    return process.returncode, stdout, stderr
+
+
 def run_workload(
-    python: str, workload: Workload, mode: Mode, out: Path, steps: int, repeat: int
+    python: str,
+    workload: Workload,
+    mode: Mode,
+    out: Path,
+    steps: int,
+    repeat: int,
+    share: float | None = None,
 ) -> dict[str, Any]:
+    """Verify one workload; `share`: the wall-clock seconds it may take."""
+    if share is not None:
+        mode = Mode(
+            mode.device, mode.script_args, mode.steps, mode.repeat, min(mode.timeout, share)
+        )
     command = verify_command(python, workload, mode, out, steps, repeat)
     started = time.perf_counter()
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=workload.path.parent,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
+    returncode, stdout, stderr = _run_within(command, workload.path.parent, share)
     seconds = time.perf_counter() - started
-    (out / f"{workload.name}.log").write_text(done.stderr, encoding="utf-8")
+    (out / f"{workload.name}.log").write_text(stderr, encoding="utf-8")
     result: dict[str, Any] = {
         "name": workload.name,
         "script": workload.script,
         "what": workload.what,
         "codes": list(workload.codes),
-        "exit_code": done.returncode,
+        "exit_code": returncode,
         "seconds": round(seconds, 1),
         "json": f"{workload.name}.json",
         "html": f"{workload.name}.html",
         "log": f"{workload.name}.log",
     }
+    if returncode is None:
+        result["error"] = f"stopped at its share of the time budget ({share:.0f} s)"
+        return result
     try:
-        report = json.loads(done.stdout)
+        report = json.loads(stdout)
     except json.JSONDecodeError:
         result["error"] = "verify printed no JSON report; see the log"
         return result
@@ -266,6 +304,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, help="optimizer steps per run")
     parser.add_argument("--repeat", type=int, help="timing runs per side (0: no timing)")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the runs")
+    parser.add_argument(
+        "--budget", type=float, help="wall-clock seconds for every workload together"
+    )
     return parser.parse_args(argv)
 
 
@@ -286,9 +327,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = args.steps or mode.steps
     repeat = mode.repeat if args.repeat is None else args.repeat
     results = []
-    for name in names:
+    started = time.perf_counter()
+    for index, name in enumerate(names):
+        share = None
+        if args.budget is not None:
+            left = args.budget - (time.perf_counter() - started)
+            share = max(left, 0.0) / (len(names) - index)
         print(f"{name}: verifying {', '.join(BY_NAME[name].codes)} ...", flush=True)
-        result = run_workload(args.python, BY_NAME[name], mode, out, steps, repeat)
+        result = run_workload(args.python, BY_NAME[name], mode, out, steps, repeat, share)
         verdicts = ", ".join(f"{row['code']} {row['verdict']}" for row in result.get("fixes", []))
         print(f"{name}: {result.get('error') or verdicts} ({result['seconds']} s)", flush=True)
         results.append(result)
@@ -296,6 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": found,
         "steps": steps,
         "repeat": repeat,
+        "budget": args.budget,
+        "seconds": round(time.perf_counter() - started, 1),
         "workloads": results,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
