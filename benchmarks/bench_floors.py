@@ -17,6 +17,11 @@ the median of the per-pair ratios (with each side's median beside it):
 - `peers`: TorchFix (`--select ALL --jobs 1`) and ruff (`check --select ALL
   --no-cache --isolated`) on the same tree, against the same `check` command
   (TorchFix's ratio is its CPU over ours; ruff's is ours over ruff's);
+- `ast-first`: what the design "analyse CPython's tree first, parse with libcst
+  only the files with findings" could at best save on the repository: in one
+  process, CPython's `ast.parse` of every file, libcst's parse of the files
+  `check` parses today (those the trigger words and calls let through), and
+  libcst's parse of the files with findings only;
 - `jobs`: `check TREE --select ALL --no-cache -q --jobs 2` against `--jobs 1`
   on a tree of 300 files (by default spread evenly over the training
   repositories of `/work/corpus`, copied to a temporary directory).
@@ -34,6 +39,7 @@ it (the load average is printed with every figure).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -41,7 +47,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path("/work/corpus")
@@ -107,6 +115,63 @@ def paired(
         flush=True,
     )
     return ratio
+
+
+def ast_first(repo: Path, exe: str, work: Path) -> None:
+    """CPU of the parses the ast-first design would keep, against today's."""
+    import ast
+    import json
+    import time
+
+    import libcst
+
+    from accel_lint.called import called
+    from accel_lint.config import Selection, load_settings
+    from accel_lint.engine import rules_for
+    from accel_lint.parse import parse
+    from accel_lint.rules import BY_CODE
+
+    out = subprocess.run(
+        [exe, "check", str(repo), "--select", "ALL", "--no-cache", "--output-format", "json"],
+        cwd=work,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    with_findings = {str(Path(d["filename"]).resolve()) for d in json.loads(out)}
+    settings = load_settings(isolated=True, cli=Selection(select=("ALL",)))
+    files = sorted(p.resolve() for p in repo.rglob("*.py"))
+    texts = {p: p.read_bytes() for p in files}
+    parsed_today = []
+    for path, data in texts.items():
+        rules = rules_for(settings.codes_for(str(path)), data)
+        if rules:  # as `engine.analyze` decides, on CPython's tree, before libcst parses
+
+            def wanted(tree: ast.Module, rules: list[Any] = rules) -> bool:
+                seen = called(tree)
+                return any(BY_CODE[rule.code].may_call(seen) for rule in rules)
+
+            if parse(str(path), data.decode("utf-8", "replace"), wanted).module is not None:
+                parsed_today.append(path)
+
+    def cpu(paths: list[Path], parser: Callable[[bytes], object]) -> float:
+        start = time.process_time()
+        for path in paths:
+            with contextlib.suppress(Exception):
+                parser(texts[path])
+        return time.process_time() - start
+
+    everything = cpu(files, ast.parse)
+    today = cpu(parsed_today, libcst.parse_module)
+    found = [p for p in files if str(p) in with_findings]
+    later = cpu(found, libcst.parse_module)
+    print(
+        f"ast-first on {repo.name}: ast.parse of all {len(files)} files {everything:.2f} s; "
+        f"libcst parse of the {len(parsed_today)} files check parses {today:.2f} s; "
+        f"of the {len(found)} with findings {later:.2f} s; parse CPU "
+        f"{(everything + later) / today:.2f}x today's (load average {os.getloadavg()[0]:.1f})"
+    )
 
 
 def spread_tree(dest: Path, count: int) -> Path:
@@ -200,6 +265,8 @@ def main() -> None:
                 )
             else:
                 print(f"ruff: {args.ruff_cmd} not found (see the module doc)")
+        if "ast-first" in only:
+            ast_first(args.repo, exe, work)
         if "jobs" in only:
             tree = args.tree or spread_tree(work / "tree", 300)
             count = sum(1 for _ in Path(tree).rglob("*.py"))
