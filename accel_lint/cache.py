@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from functools import lru_cache
@@ -262,6 +261,8 @@ class ResultCache:
             ignore.write_text("# Automatically created by accel-lint.\n*\n", encoding="utf-8")
 
     def _write(self, data: dict[str, Any]) -> None:
+        import tempfile  # only when the cache is written
+
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -21,11 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from accel_lint.rules import BY_CODE, RULES, RuleEntry
 
 if TYPE_CHECKING:
@@ -206,6 +201,11 @@ def find_config(start: Path) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    # loaded only when a configuration file is read
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

@@ -4,7 +4,6 @@ then positions (only when something was found), suppressions and diagnostics."""
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,12 +39,31 @@ class Analysis:
     reparser: Reparser | None = None  # the open document's, in the language server
     tree: ast.Module | None = None  # CPython's tree of the text, when the parse made one
     _locator: Locator | None = None
+    _facts: FileFacts | None = None
+    _rules: list[Rule] = field(default_factory=list)
 
     def range_of(self, node: cst.CSTNode) -> CodeRange:
         if self._locator is None:
             assert self.module is not None
             self._locator = Locator(self.module, self.source.text, self.tree, self.reparser)
         return self._locator.range_of(node)
+
+    def release(self) -> None:
+        """Break the reference cycles of the analysis (a scope and its bindings, the
+        facts and what they share), so that the tree is freed by reference counting
+        as soon as the last reference to it goes, not by a cyclic collection that
+        visits every node. Call it once the diagnostics are made."""
+        facts, rules = self._facts, self._rules
+        self._facts, self._rules = None, []
+        if facts is None:
+            return
+        scopes = {id(scope): scope for scope in facts.scope_of.values()}
+        scopes[id(facts.module_scope)] = facts.module_scope
+        owners: list[object] = [*scopes.values(), *facts.shared_values(), *rules, facts]
+        for owner in owners:
+            state = getattr(owner, "__dict__", None)
+            if state is not None:
+                state.clear()
 
 
 def rules_for(codes: frozenset[str], data: bytes) -> list[type[Rule]]:
@@ -96,6 +114,7 @@ def analyze(
         rule(RuleContext(module, facts, settings.target_torch, settings.options_for(rule), path))
         for rule in rules
     ]
+    analysis._facts, analysis._rules = facts, list(instances)
     walk(module, [FactsCollector(facts), *instances, ScopeCloser(facts)])
     facts.finish()
     findings: list[Finding] = []
@@ -196,6 +215,8 @@ def text_edits(old: str, new: str) -> list[Edit]:
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
     edits: list[Edit] = []
+    import difflib  # only for fixes shown as edits
+
     matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

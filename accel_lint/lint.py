@@ -13,7 +13,7 @@ in workers.
 
 from __future__ import annotations
 
-import difflib
+import gc
 import os
 import traceback
 from collections.abc import Sequence
@@ -24,8 +24,7 @@ from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.files import ReadError, read_bytes
-from accel_lint.parallel import available_cpus, map_ordered
-from accel_lint.rules import RULES
+from accel_lint.rules import RULES, RuleEntry
 from accel_lint.source import DecodeError, Source, decode, skip_file, syntax_check
 
 if TYPE_CHECKING:  # libcst loads only for files a rule may match
@@ -98,7 +97,12 @@ def _lint_source(
             rules = rules_for(settings.codes_for(path), data)
             analysis = analyze(path, source, settings, rules, reparser=reparser)
             found = diagnostics(analysis, with_edits=with_edits)
-        return FileReport(path, found, note=analysis.note)
+            note = analysis.note
+            # the tree goes now, by reference counting, while the cyclic collector
+            # is off: on, its next collection would visit every node still held
+            analysis.release()
+            del analysis
+        return FileReport(path, found, note=note)
     except RecursionError:
         from accel_lint.parse import too_deep_to_analyse
 
@@ -174,7 +178,13 @@ def _fix_crashed(path: str, how: str) -> FixReport:
     return FixReport(path, internal_error=f"{how} while it fixed this file")
 
 
-def _workers(jobs: int | None) -> int:
+def _workers(jobs: int | None, files: int) -> int:
+    """Worker processes for `files` files: none below `PARALLEL_MIN_FILES` (nor is
+    the process machinery imported then: a one-file check stays light)."""
+    if files < PARALLEL_MIN_FILES or jobs == 1:
+        return 1
+    from accel_lint.parallel import available_cpus
+
     return available_cpus() if jobs is None else max(1, jobs)
 
 
@@ -212,8 +222,11 @@ def lint_paths(
     # and hash what they linted, so an edit made meanwhile is never cached under
     # the old content.
     paths = [files[i] for i in todo]
-    workers = _workers(jobs)
-    if workers > 1 and len(paths) >= PARALLEL_MIN_FILES:
+    workers = _workers(jobs, len(paths))
+    if workers > 1:
+        from accel_lint.parallel import map_ordered
+
+        warm_start(paths, settings)
         outcomes = map_ordered(
             _worker_task,
             paths,
@@ -242,6 +255,31 @@ def lint_paths(
     if cache is not None:
         cache.save()
     return [report for report in reports if report is not None]
+
+
+def warm_start(paths: Sequence[str], settings: Settings) -> None:
+    """Import here, once, what linting `paths` will import (libcst, the engine and
+    the rules whose trigger words the files spell), then freeze the collector's
+    view of it: workers forked afterwards start warm instead of each importing it
+    all again, and no collection in them visits the imported objects (nor writes
+    to their pages, which forked workers share with this process until written).
+    The rules imported are those one process linting the same files would import."""
+    needed: dict[str, RuleEntry] = {}
+    for path in paths:
+        try:
+            data = read_bytes(path)
+        except ReadError:
+            continue
+        codes = settings.codes_for(path)
+        for entry in RULES:
+            if entry.code not in needed and entry.code in codes and entry.may_match(data):
+                needed[entry.code] = entry
+    if needed:
+        import accel_lint.engine  # noqa: F401  (libcst, the facts, the positions)
+
+        for entry in needed.values():
+            _ = entry.rule
+    gc.freeze()
 
 
 def _size(path: str) -> int:
@@ -408,8 +446,10 @@ def fix_paths(
         if r.internal_error is None and any(_fixable(d, settings.unsafe_fixes) for d in r.remaining)
     ]
     paths = [reports[i].path for i in todo]
-    workers = _workers(jobs)
-    if workers > 1 and len(paths) >= PARALLEL_MIN_FILES:
+    workers = _workers(jobs, len(paths))
+    if workers > 1:
+        from accel_lint.parallel import map_ordered
+
         fixed = map_ordered(
             _fix_task,
             paths,
@@ -427,6 +467,8 @@ def fix_paths(
 
 
 def unified_diff(path: str, old: str, new: str) -> str:
+    import difflib
+
     lines = difflib.unified_diff(
         old.splitlines(keepends=True),
         new.splitlines(keepends=True),

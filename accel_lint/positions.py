@@ -24,7 +24,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from accel_lint.incremental import Reparser
-from accel_lint.walk import child_fields
+from accel_lint.walk import NODE_TYPES, child_fields, is_node_type
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _PASS = cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
@@ -174,19 +174,23 @@ class Locator:
             if self._fresh is not None:  # the module's statements, inside the fresh ones
                 parents.update((statement, self.module) for statement in self.module.body)
                 stack = list(self._fresh)
-            base = cst.CSTNode
+            node_types = NODE_TYPES
             while stack:
                 parent = stack.pop()
                 for name in child_fields(type(parent)):
                     value = getattr(parent, name)
-                    if isinstance(value, base):
-                        parents[value] = parent
-                        stack.append(value)
-                    elif isinstance(value, (list, tuple)):
+                    kind = type(value)
+                    if kind is list or kind is tuple:
                         for item in value:
-                            if isinstance(item, base):
+                            found = node_types.get(type(item))
+                            if found or (found is None and is_node_type(type(item))):
                                 parents[item] = parent
                                 stack.append(item)
+                    else:
+                        found = node_types.get(kind)
+                        if found or (found is None and is_node_type(kind)):
+                            parents[value] = parent
+                            stack.append(value)
             self._parents = parents
         return self._parents
 

@@ -93,6 +93,18 @@ def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
     return fields
 
 
+# Whether a type is a libcst node, by type: `isinstance(x, cst.CSTNode)` goes through
+# `ABCMeta.__instancecheck__`, a Python-level call, for every child of every node.
+NODE_TYPES: dict[type, bool] = {list: False, tuple: False, str: False, type(None): False}
+
+
+def is_node_type(kind: type) -> bool:
+    """`issubclass(kind, cst.CSTNode)`, remembered in `NODE_TYPES` (look it up there
+    first, `NODE_TYPES.get(type(x))`, and call this only when it answers None)."""
+    found = NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+    return found
+
+
 _CLASS_METHODS: dict[type, dict[str, str]] = {}
 
 
@@ -134,7 +146,7 @@ def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
     stack: list[tuple[Any, tuple[Method, ...] | None]] = [(root, None)]
     push = stack.append
     pop = stack.pop
-    node_base = cst.CSTNode
+    node_types = NODE_TYPES
     while stack:
         node, calls = pop()
         if calls is not None:
@@ -166,11 +178,15 @@ def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
             if leaving:
                 push((node, leaving))
             value = getattr(node, field)
-            if isinstance(value, node_base):
-                push((value, None))
-            elif isinstance(value, (list, tuple)):
+            kind = type(value)
+            if kind is list or kind is tuple:
                 for child in reversed(value):
-                    if isinstance(child, node_base):
+                    found = node_types.get(type(child))
+                    if found or (found is None and is_node_type(type(child))):
                         push((child, None))
+            else:
+                found = node_types.get(kind)
+                if found or (found is None and is_node_type(kind)):
+                    push((value, None))
             if entering:
                 push((node, entering))

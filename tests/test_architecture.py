@@ -329,3 +329,58 @@ def test_the_runner_loads_in_an_interpreter_without_accel_lint(tmp_path: Path) -
     assert "'_accel_lint_verify.runner.server'" in result.stdout
     assert "'_accel_lint_verify.runner.observe'" in result.stdout
     assert "ours: []" in result.stdout
+
+
+# What `check` of one file (pre-commit's call) needs is libcst's parser and node
+# classes, the engine and the rules the file's words name; what it does not need
+# costs start-up time on every commit, so it must stay out: libcst's matchers and
+# codemods, the worker pool (fewer than eight files to lint), diffs (no fix shown),
+# the cache writer's temporary files (no cache), a TOML reader (no configuration).
+NOT_FOR_ONE_FILE = (
+    "libcst.matchers",
+    "libcst.codemod",
+    "multiprocessing",
+    "concurrent.futures",
+    "difflib",
+    "tempfile",
+    "tomllib",
+    "accel_lint.parallel",
+    "accel_lint.fixer",
+)
+
+
+@pytest.mark.parametrize("fixture", ["cnn_bn", "data_parallel"])
+def test_check_of_one_file_imports_only_what_it_needs(tmp_path: Path, fixture: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        (ROOT / "fixtures" / fixture / "train.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    probe = textwrap.dedent(
+        """
+        import atexit, runpy, sys
+
+        def report():
+            sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+
+        atexit.register(report)
+        sys.argv = ["accel-lint", *sys.argv[1:]]
+        runpy.run_module("accel_lint", run_name="__main__")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "check", "train.py", "--no-cache", "--isolated"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr  # findings were reported
+    assert {"cnn_bn": "ACL201", "data_parallel": "ACL401"}[fixture] in result.stdout
+    loaded = result.stderr.rpartition("MODULES ")[2].split()
+    assert "libcst" in loaded and "accel_lint.engine" in loaded  # the file was parsed
+    unwanted = [
+        name
+        for name in loaded
+        if any(name == bad or name.startswith(bad + ".") for bad in NOT_FOR_ONE_FILE)
+    ]
+    assert unwanted == []

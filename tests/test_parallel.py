@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import faulthandler
 import io
+import json
 import os
 import signal
 import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -203,3 +206,50 @@ def test_fast_exclusion_agrees_with_glob_matching(tmp_path: Path) -> None:
         assert settings.is_excluded(full) == expected, path
     checked = ("src/build/x.py", "pkg/x_test.py", "src/builder/x.py", "pkg/x.py")
     assert [settings.is_excluded(str(tmp_path / p)) for p in checked] == [True, True, False, False]
+
+
+def test_workers_start_warm(tree: list[str], tmp_path: Path) -> None:
+    """The workers are forked after the parent imported the engine and the rules the
+    files need (and froze them out of the collector): no worker imports them again.
+    In a fresh process, so that nothing was imported before `lint_paths`."""
+    probe = textwrap.dedent(
+        """
+        import gc, json, os, sys
+        from accel_lint import lint
+        from accel_lint.config import Selection, load_settings
+
+        real = lint._lint_hashed
+        seen = []  # this worker's pid, and what it had before its first file
+
+        def observed(path, *args):
+            if not seen:
+                warm = "accel_lint.rules.dataloader_sync_loading" in sys.modules
+                seen.append((os.getpid(), warm, gc.get_freeze_count() > 0))
+            report, digest = real(path, *args)
+            report.note = json.dumps(seen[0])
+            return report, digest
+
+        assert "accel_lint.engine" not in sys.modules
+        lint._lint_hashed = observed
+        settings = load_settings(isolated=True, cli=Selection(select=("ALL",)))
+        reports = lint.lint_paths(sys.argv[1:], settings, jobs=2, use_cache=False)
+        print(json.dumps([r.note for r in reports]))
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("accel_lint.rules."))))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *tree],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    notes_line, rules_line = result.stdout.strip().splitlines()[-2:]
+    seen = {tuple(json.loads(note)) for note in json.loads(notes_line) if note}
+    assert len({pid for pid, _, _ in seen}) == 2  # two workers linted
+    assert all(warm and frozen for _, warm, frozen in seen)
+    # the parent imported the rules the files' words name, and only those
+    rules = json.loads(rules_line)
+    assert "accel_lint.rules.dataloader_sync_loading" in rules
+    assert not any("data_parallel" in module for module in rules)

@@ -161,6 +161,10 @@ class FileFacts:
             found = self._shared[build] = build(self)
         return found
 
+    def shared_values(self) -> list[object]:
+        """The analyses built so far by `shared` (to release them with the file)."""
+        return list(self._shared.values())
+
     def calls_resolving_to(self, targets: frozenset[str]) -> list[CallSite]:
         """Every call whose callee resolves (through imports) to one of `targets`
         (as `resolves_to` decides: every name it can denote is one of them)."""

@@ -9,7 +9,7 @@ import libcst as cst
 
 from accel_lint.facts.file import FileFacts
 from accel_lint.names import Binding, Scope
-from accel_lint.walk import child_fields
+from accel_lint.walk import NODE_TYPES, child_fields, is_node_type
 
 
 class Tree:
@@ -24,6 +24,7 @@ class Tree:
         self._labels: set[str] = set()  # attribute, def and parameter names
         stack: list[tuple[cst.CSTNode, Scope]] = [(facts.module, facts.module_scope)]
         scope_of = facts.scope_of
+        node_types = NODE_TYPES
         while stack:
             node, scope = stack.pop()
             inner = scope_of.get(node, scope)
@@ -36,9 +37,11 @@ class Tree:
             # pushed in reverse so that nodes are met in source order
             for name in reversed(child_fields(type(node))):
                 value = getattr(node, name)
-                children = value if isinstance(value, (list, tuple)) else (value,)
+                kind = type(value)
+                children = value if kind is list or kind is tuple else (value,)
                 for child in reversed(children):
-                    if isinstance(child, cst.CSTNode):
+                    found = node_types.get(type(child))
+                    if found or (found is None and is_node_type(type(child))):
                         self._parent[child] = node
                         # a def's decorators and defaults belong to the enclosing scope
                         stack.append((child, scope if _outside(node, child) else inner))

@@ -11,7 +11,6 @@ the script beyond the codemod.
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from accel_lint.facts import FileFacts
 from accel_lint.facts.ranks import is_guarded_to_one_process
@@ -62,7 +61,11 @@ def _may_communicate(call: cst.Call, scope: Scope, facts: FileFacts, model: str)
         func = inner.func
         if isinstance(func, cst.Name) and func.value == model:
             return True
-        if isinstance(func, cst.Attribute) and m.matches(func.value, m.Name("self")):
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
             return True
         if local_function(func, scope, facts) is not None:
             return True

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import libcst as cst
-import libcst.matchers as m
 
 from accel_lint.facts import CallSite, FileFacts
 from accel_lint.rules.data_parallel.tree import Block, Tree
@@ -57,8 +56,10 @@ def _callers(facts: FileFacts) -> Callable[[cst.FunctionDef], list[CallSite]]:
         func = site.node.func
         if isinstance(func, cst.Name):
             by_name.setdefault(func.value, []).append(site)
-        elif isinstance(func, cst.Attribute) and m.matches(
-            func.value, m.Name("self") | m.Name("cls")
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value in ("self", "cls")
         ):
             by_name.setdefault(func.attr.value, []).append(site)
 

@@ -1,0 +1,284 @@
+"""accel-lint's CPU as a ratio to a floor or a peer measured in the same run.
+
+    python benchmarks/bench_floors.py [--runs 7] [--only one-file,repo,peers,jobs]
+        [--repo DIR] [--tree DIR] [--torchfix-cmd /tmp/tfvenv/bin/torchfix]
+        [--ruff-cmd /tmp/tfvenv/bin/ruff]
+
+Each figure pairs two whole processes and alternates them (A B A B ...), so that
+foreign load falls on both alike; CPU seconds come from the OS accounting of the
+finished process and its workers (`RUSAGE_CHILDREN`), and the ratio printed is
+the median of the per-pair ratios (with each side's median beside it):
+
+- `one-file`: `accel-lint check train.py --no-cache -q` on a training script with
+  findings (`fixtures/cnn_bn/train.py`, what pre-commit runs on one commit) against
+  the floor `python -c "import libcst; libcst.parse_module(...)"` of the same file;
+- `repo`: `check REPO --select ALL --jobs 1 --no-cache -q` against one process
+  that imports libcst and parses every Python file of the same tree with it;
+- `peers`: TorchFix (`--select ALL --jobs 1`) and ruff (`check --select ALL
+  --no-cache --isolated`) on the same tree, against the same `check` command
+  (TorchFix's ratio is its CPU over ours; ruff's is ours over ruff's);
+- `ast-first`: what the design "analyse CPython's tree first, parse with libcst
+  only the files with findings" could at best save on the repository: in one
+  process, CPython's `ast.parse` of every file, libcst's parse of the files
+  `check` parses today (those the trigger words and calls let through), and
+  libcst's parse of the files with findings only;
+- `jobs`: `check TREE --select ALL --no-cache -q --jobs 2` against `--jobs 1`
+  on a tree of 300 files (by default spread evenly over the training
+  repositories of `/work/corpus`, copied to a temporary directory).
+
+TorchFix and ruff are not dependencies: install them in a throwaway venv (torch
+first, pinned, or pip resolves a multi-GB build):
+
+    python3 -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install torch==2.13.0 \\
+        && /tmp/tfvenv/bin/pip install torchfix ruff
+
+A script, not a test: the numbers depend on the machine and on what else runs on
+it (the load average is printed with every figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path("/work/corpus")
+FLOOR_ONE = "import libcst, sys; libcst.parse_module(open(sys.argv[1], 'rb').read())"
+FLOOR_TREE = (
+    "import libcst, pathlib, sys\n"
+    "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.py')):\n"
+    "    try:\n"
+    "        libcst.parse_module(p.read_bytes())\n"
+    "    except Exception:\n"
+    "        pass\n"
+)
+
+
+# as users run it: with the bytecode cache (the first, unpaired run of each command
+# writes it), and without the result cache (`--no-cache`)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def cpu_of(args: list[str], cwd: Path) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(
+        args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def paired(
+    label: str,
+    ours: list[str],
+    other: list[str],
+    runs: int,
+    cwd: Path,
+    *,
+    ours_over_other: bool = True,
+    other_label: str = "floor",
+) -> float:
+    """Alternate the two commands `runs` times; print and return the median ratio."""
+    cpu_of(ours, cwd)  # page cache, bytecode cache
+    cpu_of(other, cwd)
+    load_before = os.getloadavg()[0]
+    a: list[float] = []
+    b: list[float] = []
+    for index in range(runs):
+        first, second = (ours, other) if index % 2 == 0 else (other, ours)
+        x = cpu_of(first, cwd)
+        y = cpu_of(second, cwd)
+        if index % 2 == 0:
+            a.append(x)
+            b.append(y)
+        else:
+            a.append(y)
+            b.append(x)
+    ratios = [x / y if ours_over_other else y / x for x, y in zip(a, b)]
+    ratio = statistics.median(ratios)
+    what = f"accel-lint / {other_label}" if ours_over_other else f"{other_label} / accel-lint"
+    print(
+        f"{label:44} {what:28} {ratio:6.2f}x  (range {min(ratios):.2f}-{max(ratios):.2f}; "
+        f"CPU s median: accel-lint {statistics.median(a):.2f}, {other_label} "
+        f"{statistics.median(b):.2f}; {runs} pairs; load average {load_before:.1f} -> "
+        f"{os.getloadavg()[0]:.1f})",
+        flush=True,
+    )
+    return ratio
+
+
+def ast_first(repo: Path, exe: str, work: Path) -> None:
+    """CPU of the parses the ast-first design would keep, against today's."""
+    import ast
+    import json
+    import time
+
+    import libcst
+
+    from accel_lint.called import called
+    from accel_lint.config import Selection, load_settings
+    from accel_lint.engine import rules_for
+    from accel_lint.parse import parse
+    from accel_lint.rules import BY_CODE
+
+    out = subprocess.run(
+        [exe, "check", str(repo), "--select", "ALL", "--no-cache", "--output-format", "json"],
+        cwd=work,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    with_findings = {str(Path(d["filename"]).resolve()) for d in json.loads(out)}
+    settings = load_settings(isolated=True, cli=Selection(select=("ALL",)))
+    files = sorted(p.resolve() for p in repo.rglob("*.py"))
+    texts = {p: p.read_bytes() for p in files}
+    parsed_today = []
+    for path, data in texts.items():
+        rules = rules_for(settings.codes_for(str(path)), data)
+        if rules:  # as `engine.analyze` decides, on CPython's tree, before libcst parses
+
+            def wanted(tree: ast.Module, rules: list[Any] = rules) -> bool:
+                seen = called(tree)
+                return any(BY_CODE[rule.code].may_call(seen) for rule in rules)
+
+            if parse(str(path), data.decode("utf-8", "replace"), wanted).module is not None:
+                parsed_today.append(path)
+
+    def cpu(paths: list[Path], parser: Callable[[bytes], object]) -> float:
+        start = time.process_time()
+        for path in paths:
+            with contextlib.suppress(Exception):
+                parser(texts[path])
+        return time.process_time() - start
+
+    everything = cpu(files, ast.parse)
+    today = cpu(parsed_today, libcst.parse_module)
+    found = [p for p in files if str(p) in with_findings]
+    later = cpu(found, libcst.parse_module)
+    print(
+        f"ast-first on {repo.name}: ast.parse of all {len(files)} files {everything:.2f} s; "
+        f"libcst parse of the {len(parsed_today)} files check parses {today:.2f} s; "
+        f"of the {len(found)} with findings {later:.2f} s; parse CPU "
+        f"{(everything + later) / today:.2f}x today's (load average {os.getloadavg()[0]:.1f})"
+    )
+
+
+def spread_tree(dest: Path, count: int) -> Path:
+    """`count` Python files spread evenly over the corpus's repositories, copied."""
+    files = sorted(p for p in CORPUS.glob("*/**/*.py") if p.is_file())
+    if len(files) < count:
+        sys.exit(f"{CORPUS} holds {len(files)} Python files; {count} wanted (see --tree)")
+    step = len(files) / count
+    for index in range(count):
+        source = files[int(index * step)]
+        target = dest / source.relative_to(CORPUS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    return dest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--only", default="one-file,repo,peers,jobs")
+    parser.add_argument("--repo", type=Path, default=CORPUS / "pytorch+examples")
+    parser.add_argument("--tree", type=Path, help="the --jobs tree (default: 300 corpus files)")
+    parser.add_argument("--torchfix-cmd", default="/tmp/tfvenv/bin/torchfix")
+    parser.add_argument("--ruff-cmd", default="/tmp/tfvenv/bin/ruff")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    exe = str(Path(sys.executable).with_name("accel-lint"))
+    if not Path(exe).exists():
+        sys.exit(f"{exe} is missing: install accel-lint in this venv")
+    print(
+        f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}; load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+
+        def check(*more: str) -> list[str]:
+            return [exe, "check", *more, "--no-cache", "-q"]
+
+        if "one-file" in only:
+            script = work / "train.py"
+            shutil.copyfile(ROOT / "fixtures" / "cnn_bn" / "train.py", script)
+            paired(
+                "one file with findings (cnn_bn/train.py)",
+                check(str(script)),
+                [sys.executable, "-c", FLOOR_ONE, str(script)],
+                args.runs,
+                work,
+            )
+        repo = str(args.repo)
+        ours = check(repo, "--select", "ALL", "--jobs", "1")
+        if "repo" in only:
+            paired(
+                f"{args.repo.name}, --select ALL --jobs 1",
+                ours,
+                [sys.executable, "-c", FLOOR_TREE, repo],
+                max(3, args.runs // 2),
+                work,
+                other_label="libcst parse",
+            )
+        if "peers" in only:
+            if shutil.which(args.torchfix_cmd):
+                paired(
+                    f"{args.repo.name}, TorchFix --select ALL -j 1",
+                    ours,
+                    [args.torchfix_cmd, "--select", "ALL", "--jobs", "1", repo],
+                    1,
+                    work,
+                    ours_over_other=False,
+                    other_label="TorchFix",
+                )
+            else:
+                print(f"TorchFix: {args.torchfix_cmd} not found (see the module doc)")
+            if shutil.which(args.ruff_cmd):
+                paired(
+                    f"{args.repo.name}, ruff --select ALL",
+                    ours,
+                    [
+                        args.ruff_cmd,
+                        "check",
+                        "--select",
+                        "ALL",
+                        "--no-cache",
+                        "--isolated",
+                        "--exit-zero",
+                        repo,
+                    ],
+                    max(3, args.runs // 2),
+                    work,
+                    other_label="ruff",
+                )
+            else:
+                print(f"ruff: {args.ruff_cmd} not found (see the module doc)")
+        if "ast-first" in only:
+            ast_first(args.repo, exe, work)
+        if "jobs" in only:
+            tree = args.tree or spread_tree(work / "tree", 300)
+            count = sum(1 for _ in Path(tree).rglob("*.py"))
+            paired(
+                f"{count}-file tree, --jobs 2 against --jobs 1",
+                check(str(tree), "--select", "ALL", "--jobs", "2"),
+                check(str(tree), "--select", "ALL", "--jobs", "1"),
+                max(3, args.runs // 2),
+                work,
+                other_label="--jobs 1",
+            )
+
+
+if __name__ == "__main__":
+    main()
