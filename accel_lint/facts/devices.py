@@ -24,7 +24,8 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import FileFacts
-from accel_lint.facts.literals import string_value
+from accel_lint.facts.literals import device_template, string_value
+from accel_lint.facts.order import Orders
 from accel_lint.facts.syntax import argument_for, returns
 from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
 from accel_lint.torch_api import ACCELERATOR_DEVICES, ACCELERATOR_TYPES, TORCH_DEVICE
@@ -65,6 +66,7 @@ class Devices:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
         self.calls = CallGraph.of(facts)
+        self.orders = Orders.of(facts)
         self._memo: dict[tuple[int, bool], DeviceKind] = {}
         self._active: set[int] = set()
         self._strict = False
@@ -106,10 +108,11 @@ class Devices:
         if isinstance(expr, cst.SimpleString):
             text = string_value(expr)
             return device_type(text) if text is not None else DeviceKind.UNKNOWN
+        if isinstance(expr, (cst.FormattedString, cst.BinaryOperation, cst.Call)):
+            built = device_template(expr)
+            if built is not None:
+                return device_type(built)
         if isinstance(expr, cst.FormattedString):
-            first = expr.parts[0] if expr.parts else None
-            if isinstance(first, cst.FormattedStringText) and ":" in first.value:
-                return device_type(first.value)
             return DeviceKind.UNKNOWN
         if isinstance(expr, cst.Integer):
             return DeviceKind.ACCELERATOR  # an index: torch reads it as an accelerator's
@@ -145,7 +148,7 @@ class Devices:
         return combine(self.kind(v, inner, depth + 1) for v in values if v is not None)
 
     def _name(self, name: cst.Name, scope: Scope, depth: int) -> DeviceKind:
-        bindings = scope.lookup(name.value)
+        bindings = self.orders.reaching(name, scope)
         if not bindings:
             return DeviceKind.UNKNOWN
         kinds: list[DeviceKind] = []

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
-from accel_lint.facts.literals import _literal_dict, is_literal, string_value
+from accel_lint.facts.literals import _literal_dict, device_template, is_literal, string_value
 from accel_lint.names import (
     LOCAL,
     Binding,
@@ -397,6 +397,8 @@ def _is_augmented(binding: Binding) -> bool:
 def _has_cuda_arg(call: cst.Call) -> bool:
     for arg in call.args:
         value = string_value(arg.value)
+        if value is None:
+            value = device_template(arg.value)  # `"cuda:{:d}".format(rank)`
         if value is not None and value.startswith("cuda"):
             return True
         if isinstance(arg.value, cst.IfExp):
