@@ -262,6 +262,8 @@ class LoaderFlow:
             if name in ("list", "tuple") and isinstance(expr.func, cst.Name):
                 first = _first_positional(expr)
                 return self._part(first, key, scope, depth + 1) if first is not None else NOTHING
+            if name == "values" and isinstance(expr.func, cst.Attribute) and not expr.args:
+                return self._part(expr.func.value, None, scope, depth + 1)  # `loaders.values()`
             callee = self.calls.local_callee(expr, scope)
             if callee is None:
                 return UNSEEN
