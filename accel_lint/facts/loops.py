@@ -23,6 +23,7 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts, Guard, LoopSite
+from accel_lint.facts.order import Orders
 from accel_lint.facts.syntax import last_name
 from accel_lint.names import Scope, resolves_to
 
@@ -346,6 +347,12 @@ class Loops:
         test, positive = inner[0]
         if not positive:
             return None
+        if isinstance(test, cst.Name):
+            # `should_step = (i + 1) % k == 0` ... `if should_step:`
+            bindings = Orders.of(self.facts).reaching(test, step.scope)
+            if not bindings or len(bindings) != 1 or bindings[0].value is None:
+                return None
+            test = bindings[0].value
         return _modulo_of(test)
 
     def _outer_step(self, loop: Loop, back: CallSite | None) -> Accumulation | None:
@@ -456,9 +463,24 @@ def _modulo_of(test: cst.BaseExpression) -> cst.BaseExpression | None:
             return inner.right
         return None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        if not isinstance(test.comparisons[0].operator, cst.Equal):
+        operator = test.comparisons[0].operator
+        left, right = test.left, test.comparisons[0].comparator
+        if isinstance(operator, (cst.GreaterThanEqual, cst.LessThanEqual)):
+            # `ni - last_opt_step >= accumulate` (or `accumulate <= ni - last_opt_step`)
+            since, every = (
+                (left, right)
+                if isinstance(operator, cst.GreaterThanEqual)
+                else (
+                    right,
+                    left,
+                )
+            )
+            if isinstance(since, cst.BinaryOperation) and isinstance(since.operator, cst.Subtract):
+                return every
             return None
-        for side in (test.left, test.comparisons[0].comparator):
+        if not isinstance(operator, cst.Equal):
+            return None
+        for side in (left, right):
             if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
                 return side.right
     return None
