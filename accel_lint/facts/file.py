@@ -150,8 +150,17 @@ class FileFacts:
         self._shared: dict[Callable[[FileFacts], Any], Any] = {}
         self._resolved: dict[frozenset[str], list[CallSite]] = {}
         self._callees: list[frozenset[str]] = []  # of `calls`, in order
+        self._source: str | None = None
 
     # -- queries ------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        """The module's code, generated once for every rule that reads it (generating
+        it again for each finding costs the whole file each time)."""
+        if self._source is None:
+            self._source = self.module.code
+        return self._source
 
     def shared(self, build: Callable[[FileFacts], T]) -> T:
         """The one instance of an analysis built on these facts (by its builder):
