@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from accel_lint.facts.literals import _literal_dict, device_template, is_literal, string_value
+from accel_lint.facts.syntax import is_main_test
 from accel_lint.names import (
     LOCAL,
     Binding,
@@ -397,6 +398,12 @@ class FileFacts:
             else:
                 return None
         return out
+
+
+def conditions(guards: tuple[Guard, ...] | list[Guard]) -> tuple[Guard, ...]:
+    """The guards that are conditions on what runs: `if __name__ == "__main__":` is not
+    one (it is the script itself), so code under it runs unconditionally."""
+    return tuple(guard for guard in guards if not is_main_test(guard[0]))
 
 
 def _is_augmented(binding: Binding) -> bool:

@@ -33,7 +33,7 @@ from accel_lint.facts.syntax import argument_for, last_name, returns
 from accel_lint.names import BindingKind, Scope, resolves_to
 from accel_lint.torch_api import DATALOADER
 
-_MAX_DEPTH = 6
+_MAX_DEPTH = 12
 # Calls whose iteration yields the batches of their first argument.
 _PASS_THROUGH = frozenset({"tqdm", "track", "iter", "islice", "cycle"})
 # Calls handed a loader without reading its batches.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from accel_lint.facts.file import FileFacts
-from accel_lint.facts.syntax import children
+from accel_lint.facts.syntax import children, is_main_test
 from accel_lint.names import Binding, Scope
 
 # Statements whose body may not run (or runs several times) where they stand.
@@ -96,7 +96,7 @@ class Order:
                 if other is not None:
                     yield other, Region(region), False
             return
-        if isinstance(node, cst.If) and _is_main_test(node.test):
+        if isinstance(node, cst.If) and is_main_test(node.test):
             # `if __name__ == "__main__":` is the script itself; its `else` never runs
             yield node.body, region, False
             return
@@ -196,11 +196,3 @@ def _effect(node: cst.CSTNode | None, order: Order) -> Placed | None:
             return None
         return Placed(whole.order, body.conditional, body.region, whole.end)
     return order.place(node)
-
-
-def _is_main_test(test: cst.BaseExpression) -> bool:
-    return (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value == "__name__"
-    )
