@@ -61,7 +61,10 @@ class Order:
     defs, classes and lambdas left out: their bodies run elsewhere)."""
 
     def __init__(self, root: cst.CSTNode) -> None:
-        self.places: dict[cst.CSTNode, Placed] = {}
+        # plain dicts, not an object per node: a long function has many nodes
+        self._rank: dict[cst.CSTNode, int] = {}
+        self._region: dict[cst.CSTNode, Region] = {}
+        self._end: dict[cst.CSTNode, int] = {}
         self.root = Region(None)
         self.loops: list[Placed] = []
         if isinstance(root, cst.Module):
@@ -72,24 +75,28 @@ class Order:
 
     def _visit(self, node: cst.CSTNode, region: Region) -> None:
         # iterative: a long module must not reach the recursion limit
+        rank, regions, end = self._rank, self._region, self._end
         stack: list[tuple[cst.CSTNode, Region, bool]] = [(node, region, False)]
         while stack:
             current, reg, leaving = stack.pop()
             if leaving:
-                placed = self.places[current]
-                done = Placed(placed.order, placed.conditional, placed.region, len(self.places) - 1)
-                self.places[current] = done
+                end[current] = len(rank) - 1
                 if isinstance(current, _LOOPS):
-                    self.loops.append(done)
+                    placed = self.place(current)
+                    assert placed is not None
+                    self.loops.append(placed)
                 continue
-            self.places[current] = Placed(len(self.places), reg is not self.root, reg)
-            stack.append((current, reg, True))
+            rank[current] = len(rank)
+            regions[current] = reg
             if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                end[current] = rank[current]
                 continue
+            stack.append((current, reg, True))
             stack.extend(reversed(list(self._children(current, reg))))
 
     @staticmethod
     def _children(node: cst.CSTNode, region: Region) -> Iterator[tuple[cst.CSTNode, Region, bool]]:
+        # (child, its region, False): the flag marks entries that leave a node
         if isinstance(node, cst.Try):
             yield node.body, region, False
             for other in (*node.handlers, node.orelse, node.finalbody):
@@ -114,7 +121,12 @@ class Order:
         yield from ((child, region, False) for child in children(node))
 
     def place(self, node: cst.CSTNode | None) -> Placed | None:
-        return self.places.get(node) if node is not None else None
+        rank = self._rank.get(node) if node is not None else None
+        if rank is None:
+            return None
+        assert node is not None
+        region = self._region[node]
+        return Placed(rank, region is not self.root, region, self._end.get(node, rank))
 
 
 class Orders:

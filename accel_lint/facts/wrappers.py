@@ -40,6 +40,7 @@ class Wrappers:
         self.facts = facts
         self.calls = CallGraph.of(facts)
         self._orders = Orders.of(facts)
+        self._states: dict[tuple[int, int, frozenset[str], int], Wrap] = {}
 
     @classmethod
     def of(cls, facts: FileFacts) -> Wrappers:
@@ -60,9 +61,26 @@ class Wrappers:
         depth: int = 0,
     ) -> Wrap:
         """Does `expr`, read at `at` in `scope`, hold a module wrapped by one of
-        `wrappers` (qualified names of their classes)?"""
+        `wrappers` (qualified names of their classes)? Each question is answered once
+        per file: a parameter's state is asked again by every read of it, and a name
+        bound by many definitions of one function (a script pasted twice) would
+        otherwise be asked once per path through them."""
         if depth > _MAX_DEPTH:
             return Wrap.NO
+        key = (id(expr), id(at), wrappers, depth)
+        found = self._states.get(key)
+        if found is None:
+            found = self._states[key] = self._wrap_state(expr, scope, wrappers, at, depth)
+        return found
+
+    def _wrap_state(
+        self,
+        expr: cst.BaseExpression,
+        scope: Scope,
+        wrappers: frozenset[str],
+        at: cst.CSTNode | None,
+        depth: int,
+    ) -> Wrap:
         if isinstance(expr, cst.Name):
             return self._name_state(expr, scope, wrappers, at, depth)
         if isinstance(expr, cst.Attribute):
