@@ -28,6 +28,8 @@ from accel_lint.names import Binding, Scope
 # Statements whose body may not run (or runs several times) where they stand.
 _BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 _LOOPS = (cst.For, cst.While)
+# Expressions whose names are read in a scope of their own.
+_OWN_SCOPES = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,6 +170,50 @@ class Orders:
         if order is None or here is None:
             return bindings
         return _reaching(bindings, order, here)
+
+    def comes_from(
+        self, expr: cst.BaseExpression, scope: Scope, block: cst.CSTNode, depth: int = 0
+    ) -> bool:
+        """Whether a value `expr` reads was computed inside `block` (a node of the same
+        body): a name whose reaching binding stands in `block`, or is assigned from such
+        a name (`out = model(x)` inside an autocast block, `loss = criterion(out, y)`
+        after it: `loss` comes from the block), a few assignments deep."""
+        order = self.order(scope)
+        inside = order.place(block) if order is not None else None
+        if order is None or inside is None or depth > 4:
+            return False
+        for name in _names_read(expr):
+            for binding in self.reaching(name, scope) or ():
+                if binding.scope is not scope.function_scope():
+                    continue
+                placed = order.place(binding.node)
+                if placed is None:
+                    continue
+                if inside.order < placed.order <= inside.end:
+                    return True
+                value = binding.value
+                if (
+                    value is not None
+                    and isinstance(binding.node, (cst.Assign, cst.AnnAssign))
+                    and self.comes_from(value, scope, block, depth + 1)
+                ):
+                    return True
+        return False
+
+
+def _names_read(expr: cst.CSTNode) -> list[cst.Name]:
+    """The names an expression reads (not attribute labels, not inside lambdas)."""
+    out: list[cst.Name] = []
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            out.append(node)
+        elif isinstance(node, (cst.Attribute, cst.Arg)):
+            stack.append(node.value)
+        elif not isinstance(node, _OWN_SCOPES):
+            stack.extend(children(node))
+    return out
 
 
 def _reaching(bindings: list[Binding], order: Order, here: Placed) -> list[Binding]:
