@@ -178,7 +178,9 @@ class Devices:
             if bindings and all(isinstance(b.node, cst.ClassDef) for b in bindings):
                 return True
         names = qualified_names(func, scope)
-        return bool(names) and all(n.startswith(_CPU_BUILDERS) for n in names)
+        return bool(names) and all(
+            n.startswith(_CPU_BUILDERS) and not n.startswith(_HOLDERS) for n in names
+        )
 
     def _moves(self, call: cst.Call, scope: Scope) -> bool:
         """`x.to(...)` may move to an accelerator (a dtype alone does not move)."""
@@ -316,6 +318,15 @@ class Devices:
 
 
 _CPU_BUILDERS = ("torch.nn.", "torchvision.models.", "timm.create_model")
+# Modules built around other modules, which may have been moved.
+_HOLDERS = (
+    "torch.nn.parallel.",
+    "torch.nn.DataParallel",
+    "torch.nn.Sequential",
+    "torch.nn.ModuleList",
+    "torch.nn.ModuleDict",
+    "torch.nn.SyncBatchNorm",
+)
 # Calls handed a module that cannot move it.
 _HARMLESS = frozenset({"print", "len", "str", "repr", "isinstance", "type", "id", "sum", "info"})
 

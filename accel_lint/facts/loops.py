@@ -356,9 +356,13 @@ class Loops:
         return _modulo_of(test)
 
     def _outer_step(self, loop: Loop, back: CallSite | None) -> Accumulation | None:
-        """`for micro in range(k): ... backward()` then `opt.step()` after it, in the loop
-        around it: the inner loop's iterations are the micro-batches."""
-        if not isinstance(loop, cst.For) or not self.counts(loop):
+        """`for micro in range(k): ... backward()` (or `for part in batch.chunk(k):`) then
+        `opt.step()` after it, in the loop around it: the inner loop's iterations are
+        the micro-batches."""
+        if not isinstance(loop, cst.For):
+            return None
+        chunks = _chunk_count(loop.iter)
+        if chunks is None and not self.counts(loop):
             return None
         if back is None:
             back = self._one_backward(self.backward_sites(loop), loop)
@@ -379,6 +383,8 @@ class Loops:
         if len(steps) != 1 or not isinstance(iterable, cst.Call) or not iterable.args:
             return None
         every = iterable.args[-1].value if len(iterable.args) <= 2 else None
+        if chunks is not None:
+            every = chunks
         if every is None:
             return None
         return Accumulation("inner-loop", loop, back, steps[0], every)
@@ -483,6 +489,25 @@ def _modulo_of(test: cst.BaseExpression) -> cst.BaseExpression | None:
         for side in (left, right):
             if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
                 return side.right
+    return None
+
+
+def _chunk_count(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """k for `batch.chunk(k)`, `torch.chunk(batch, k)`, or a `zip(...)` of such chunks
+    (`zip(x.chunk(k), y.chunk(k))`): k micro-batches of a batch."""
+    if not isinstance(expr, cst.Call):
+        return None
+    args = [a for a in expr.args if a.keyword is None and not a.star]
+    if len(args) != len(expr.args) or not args:
+        return None
+    name = last_name(expr.func)
+    if name == "chunk" and len(args) <= 2:
+        return args[-1].value
+    if name == "zip":
+        counts = [_chunk_count(a.value) for a in args]
+        first = counts[0]
+        if first is not None and all(c is not None and c.deep_equals(first) for c in counts):
+            return first
     return None
 
 

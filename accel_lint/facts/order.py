@@ -24,10 +24,14 @@ import libcst as cst
 from accel_lint.facts.file import FileFacts
 from accel_lint.facts.syntax import children, is_main_test
 from accel_lint.names import Binding, Scope
+from accel_lint.walk import child_fields
 
 # Statements whose body may not run (or runs several times) where they stand.
 _BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 _LOOPS = (cst.For, cst.While)
+# Nodes whose insides run elsewhere, and those that open branch regions of their own.
+_OPAQUE = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+_SPECIAL = frozenset({cst.IfExp, cst.BooleanOperation, cst.CompFor})
 # Expressions whose names are read in a scope of their own.
 _OWN_SCOPES = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
@@ -66,9 +70,8 @@ class Order:
         # plain dicts, not an object per node: a long function has many nodes
         self._rank: dict[cst.CSTNode, int] = {}
         self._region: dict[cst.CSTNode, Region] = {}
-        self._end: dict[cst.CSTNode, int] = {}
         self.root = Region(None)
-        self.loops: list[Placed] = []
+        self._loops: list[cst.For | cst.While] = []
         if isinstance(root, cst.Module):
             for statement in root.body:
                 self._visit(statement, self.root)
@@ -77,37 +80,39 @@ class Order:
 
     def _visit(self, node: cst.CSTNode, region: Region) -> None:
         # iterative: a long module must not reach the recursion limit
-        rank, regions, end = self._rank, self._region, self._end
-        stack: list[tuple[cst.CSTNode, Region, bool]] = [(node, region, False)]
+        rank, regions = self._rank, self._region
+        stack: list[tuple[cst.CSTNode, Region]] = [(node, region)]
         while stack:
-            current, reg, leaving = stack.pop()
-            if leaving:
-                end[current] = len(rank) - 1
-                if isinstance(current, _LOOPS):
-                    placed = self.place(current)
-                    assert placed is not None
-                    self.loops.append(placed)
-                continue
+            current, reg = stack.pop()
             rank[current] = len(rank)
             regions[current] = reg
-            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                end[current] = rank[current]
+            kind = type(current)
+            if kind in _OPAQUE:
                 continue
-            stack.append((current, reg, True))
-            stack.extend(reversed(list(self._children(current, reg))))
+            if kind in _SPECIAL or isinstance(current, _BRANCHES):
+                if isinstance(current, _LOOPS):
+                    self._loops.append(current)
+                stack.extend(reversed(list(self._children(current, reg))))
+                continue
+            # the common case, inlined: every child in the same region
+            for name in reversed(child_fields(kind)):
+                value = getattr(current, name)
+                if isinstance(value, cst.CSTNode):
+                    stack.append((value, reg))
+                elif isinstance(value, (list, tuple)):
+                    stack.extend((c, reg) for c in reversed(value) if isinstance(c, cst.CSTNode))
 
     @staticmethod
-    def _children(node: cst.CSTNode, region: Region) -> Iterator[tuple[cst.CSTNode, Region, bool]]:
-        # (child, its region, False): the flag marks entries that leave a node
+    def _children(node: cst.CSTNode, region: Region) -> Iterator[tuple[cst.CSTNode, Region]]:
         if isinstance(node, cst.Try):
-            yield node.body, region, False
+            yield node.body, region
             for other in (*node.handlers, node.orelse, node.finalbody):
                 if other is not None:
-                    yield other, Region(region), False
+                    yield other, Region(region)
             return
         if isinstance(node, cst.If) and is_main_test(node.test):
             # `if __name__ == "__main__":` is the script itself; its `else` never runs
-            yield node.body, region, False
+            yield node.body, region
             return
         if isinstance(node, _BRANCHES):
             for child in children(node):
@@ -115,12 +120,26 @@ class Order:
                 always = child is getattr(node, "test", None) or child is getattr(
                     node, "iter", None
                 )
-                yield child, region if always else Region(region), False
+                yield child, region if always else Region(region)
             return
-        if isinstance(node, (cst.IfExp, cst.BooleanOperation, cst.CompFor)):
-            yield from ((child, Region(region), False) for child in children(node))
-            return
-        yield from ((child, region, False) for child in children(node))
+        # a conditional expression, `and` / `or`, a comprehension's `for`
+        yield from ((child, Region(region)) for child in children(node))
+
+    def _end(self, node: cst.CSTNode) -> int:
+        """The rank of the last node inside `node` (its last child's last child...)."""
+        current = node
+        while type(current) not in _OPAQUE:
+            last = None
+            for child in children(current):
+                last = child
+            if last is None or last not in self._rank:
+                break
+            current = last
+        return self._rank[current]
+
+    @property
+    def loops(self) -> list[Placed]:
+        return [p for p in map(self.place, self._loops) if p is not None]
 
     def place(self, node: cst.CSTNode | None) -> Placed | None:
         rank = self._rank.get(node) if node is not None else None
@@ -128,7 +147,7 @@ class Order:
             return None
         assert node is not None
         region = self._region[node]
-        return Placed(rank, region is not self.root, region, self._end.get(node, rank))
+        return Placed(rank, region is not self.root, region, self._end(node))
 
 
 class Orders:
@@ -219,6 +238,7 @@ def _names_read(expr: cst.CSTNode) -> list[cst.Name]:
 def _reaching(bindings: list[Binding], order: Order, here: Placed) -> list[Binding]:
     before: list[tuple[int, Binding, Placed | None]] = []
     later: list[Binding] = []
+    loops = order.loops
     for binding in bindings:
         node = binding.node
         if isinstance(node, cst.Param):
@@ -232,8 +252,7 @@ def _reaching(bindings: list[Binding], order: Order, here: Placed) -> list[Bindi
         if rank < here.order:
             before.append((rank, binding, placed))
         elif any(
-            loop.order < here.order <= loop.end and loop.order < rank <= loop.end
-            for loop in order.loops
+            loop.order < here.order <= loop.end and loop.order < rank <= loop.end for loop in loops
         ):
             later.append(binding)  # a loop around both carries it to the next read
     before.sort(key=lambda item: item[0])
