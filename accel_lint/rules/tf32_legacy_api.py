@@ -143,7 +143,7 @@ class Tf32LegacyApi(Rule):
     # -- the fix ---------------------------------------------------------------------------
 
     def _no_fix(self, setting: _Setting, new: list[_Setting], modern: bool) -> str | None:
-        if any(s.chosen for s in new):
+        if not modern and any(s.chosen for s in new):
             return (
                 "the file sets `fp32_precision` only where torch has it; move the legacy "
                 "switches into the other branch of that test"

@@ -4,9 +4,10 @@
 import torch
 from torch.backends import cudnn
 
-torch.backends.cuda.matmul.allow_tf32 = False  # exact float32 matmuls
-cudnn.allow_tf32 = True
-torch.backends.cudnn.allow_tf32 = True; x = 1
+torch.backends.cuda.matmul.fp32_precision = "ieee"  # exact float32 matmuls
+cudnn.conv.fp32_precision = "tf32"
+cudnn.rnn.fp32_precision = "tf32"
+torch.backends.cudnn.conv.fp32_precision = "tf32"; torch.backends.cudnn.rnn.fp32_precision = "tf32"; x = 1
 
 # should not flag: one API chosen by version
 if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
