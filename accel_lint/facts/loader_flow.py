@@ -168,7 +168,13 @@ class LoaderFlow:
             return out
         callee = self.calls.local_callee(call, scope)
         if callee is None:
-            return UNSEEN
+            # code of another module handed a loader may hand it back, wrapped
+            # (`loader = accelerator.prepare(loader)`): what it returns is unseen
+            handed = NOTHING
+            for arg in call.args:
+                if not arg.star and _may_hold_loader(arg.value):
+                    handed = handed | self.origins(arg.value, scope, depth + 1)
+            return Origins(handed.loaders, False)
         func = callee[0]
         inner = self.facts.scope_of.get(func)
         values = list(returns(func))
