@@ -204,7 +204,9 @@ class Loops:
             return None
         if _conditions(site.guards, ignoring) or id(site.node) in self._handled():
             return None
-        callers = self.calls.calls_to(site.function)
+        # a call of the function inside itself (or what the call graph takes for one:
+        # `self.optimizer.step()` in a trainer's own `step`) never enters it
+        callers = [c for c in self.calls.calls_to(site.function) if c.function is not site.function]
         loops = [self._every_step(caller, depth + 1, ignoring) for caller in callers]
         if not loops or None in loops:
             return None
