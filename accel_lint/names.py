@@ -132,10 +132,13 @@ def qualified_names(expr: cst.BaseExpression, scope: Scope, _depth: int = 0) -> 
     name = expr.value
     bindings = scope.lookup(name)
     if bindings is None:
-        stars = scope.module.star_imports
-        if stars:
-            return frozenset(f"{m}.{name}" for m in stars)
-        return frozenset({f"builtins.{name}"}) if name in _BUILTINS else frozenset()
+        # A star import binds names nobody here can list: a name the file never binds
+        # may come from any starred module. A builtin stays the builtin (a module
+        # exporting its own `range` is not how scripts are written), so
+        # `from utils import *` does not blind every rule to `range`, `zip`, `len`.
+        if name in _BUILTINS:
+            return frozenset({f"builtins.{name}"})
+        return frozenset(f"{m}.{name}" for m in scope.module.star_imports)
     # A name bound N times (a script concatenated N times, a notebook export) is
     # looked up at each of its N uses, during the walk too (when only the bindings
     # before the use exist): what each binding contributes is computed once and the

@@ -1,6 +1,10 @@
-"""Does the cost per KB stay flat as a file grows? One copy of a realistic DDP training
+"""Does the cost per KB stay flat as a file grows? One copy of a realistic training
 script against the same script concatenated N times (default 64), phase by phase,
-in ms of CPU per KB of source:
+in ms of CPU per KB of source. Two scripts by default: a DDP script, and one whose
+loaders, model and checkpoints travel through its functions (`train_epochs`, 64
+copies make 0.8 MB; every function name is then bound 64 times, which is what
+made a walk up the calls that did not memoise its answers cost the cube of the
+copies):
 
     parse       libcst.parse_module
     walk        the one batched traversal (facts + every rule)
@@ -11,6 +15,7 @@ in ms of CPU per KB of source:
 
     python benchmarks/bench_scaling.py
     python benchmarks/bench_scaling.py --copies 16 --script path/to/train.py
+    python benchmarks/bench_scaling.py --script benchmarks/data/train_epochs.py.txt
 
 A linear linter costs the same per KB at any size; a phase whose ms/KB grows with
 the copies does work per item that grows with the file (a quadratic scan).
@@ -37,7 +42,8 @@ from accel_lint.rule import Rule, RuleContext
 from accel_lint.walk import walk
 
 T = TypeVar("T")
-SCRIPT = Path(__file__).parent / "data" / "train_ddp.py.txt"
+DATA = Path(__file__).parent / "data"
+SCRIPTS = [DATA / "train_ddp.py.txt", DATA / "train_epochs.py.txt"]
 
 
 def timed(samples: dict[str, float], phase: str, func: Callable[[], T]) -> T:
@@ -89,22 +95,27 @@ def profile(text: str, repeat: int) -> tuple[dict[str, float], int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--script", type=Path, default=SCRIPT)
+    parser.add_argument("--script", type=Path, action="append", help="default: both scripts")
     parser.add_argument("--copies", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3, help="runs of one copy (best kept)")
     args = parser.parse_args()
-    one = args.script.read_text(encoding="utf-8")
+    for script in args.script or SCRIPTS:
+        report(script, args.copies, args.repeat)
+
+
+def report(script: Path, copies: int, repeat: int) -> None:
+    one = script.read_text(encoding="utf-8")
     if not one.endswith("\n"):
         one += "\n"
-    many = one * args.copies
-    small, found_small = profile(one, args.repeat)
+    many = one * copies
+    small, found_small = profile(one, repeat)
     large, found_large = profile(many, 1)
     kb_small, kb_large = len(one.encode()) / 1024, len(many.encode()) / 1024
     print(
-        f"{args.script.name}: 1 copy {kb_small:.1f} KB ({found_small} findings), "
-        f"{args.copies} copies {kb_large:.1f} KB ({found_large} findings)\n"
+        f"{script.name}: 1 copy {kb_small:.1f} KB ({found_small} findings), "
+        f"{copies} copies {kb_large:.1f} KB ({found_large} findings)\n"
     )
-    print(f"{'phase':10} {'1 copy ms/KB':>13} {f'{args.copies} copies ms/KB':>16} {'ratio':>7}")
+    print(f"{'phase':10} {'1 copy ms/KB':>13} {f'{copies} copies ms/KB':>16} {'ratio':>7}")
     phases = sorted(set(small) | set(large), key=lambda p: -large.get(p, 0.0))
     for phase in [*phases, "total"]:
         a = sum(small.values()) if phase == "total" else small.get(phase, 0.0)
@@ -112,6 +123,7 @@ def main() -> None:
         per_a, per_b = 1000 * a / kb_small, 1000 * b / kb_large
         ratio = f"{per_b / per_a:7.2f}" if per_a > 0 else "      -"
         print(f"{phase:10} {per_a:13.3f} {per_b:16.3f} {ratio}")
+    print()
 
 
 if __name__ == "__main__":

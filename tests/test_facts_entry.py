@@ -8,7 +8,8 @@ import libcst as cst
 
 from accel_lint.facts import FileFacts
 from accel_lint.facts.collector import FactsCollector, ScopeCloser
-from accel_lint.facts.entry import Entry, is_main_guard
+from accel_lint.facts.entry import Entry
+from accel_lint.facts.syntax import is_main_test
 from accel_lint.walk import walk
 
 
@@ -37,9 +38,9 @@ def _at_import(source: str) -> dict[str, bool]:
 def test_main_guard_either_way_round() -> None:
     for test in ('__name__ == "__main__"', "'__main__' == __name__"):
         stmt = cst.parse_statement(f"if {test}:\n    pass\n")
-        assert isinstance(stmt, cst.If) and is_main_guard(stmt)
+        assert isinstance(stmt, cst.If) and is_main_test(stmt.test)
     stmt = cst.parse_statement('if __name__ != "__main__":\n    pass\n')
-    assert isinstance(stmt, cst.If) and not is_main_guard(stmt)
+    assert isinstance(stmt, cst.If) and not is_main_test(stmt.test)
 
 
 def test_unguarded_script_runs_module_code_and_what_it_calls_at_import() -> None:

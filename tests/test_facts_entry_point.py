@@ -9,7 +9,8 @@ import libcst as cst
 
 from accel_lint.facts import FileFacts
 from accel_lint.facts.collector import FactsCollector, ScopeCloser
-from accel_lint.facts.entry_point import EntryPoint, is_main_guard
+from accel_lint.facts.entry import Entry
+from accel_lint.facts.syntax import is_main_test as is_main_guard
 from accel_lint.facts.training import Training
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Fix
@@ -27,7 +28,7 @@ def _facts(source: str) -> FileFacts:
 def _inserted(source: str, module: str = "torch.backends.cudnn") -> str | None:
     """The file with `<module>.benchmark = True` inserted, or None with no place."""
     facts = _facts(source)
-    insertion = EntryPoint.of(facts).insertion(module, "{}.benchmark = True")
+    insertion = Entry.of(facts).insertion(module, "{}.benchmark = True")
     if insertion is None:
         return None
     fix = Fix("", insertion.replacements, insertion.imports)
@@ -116,7 +117,7 @@ def test_a_launcher_whose_target_is_not_in_the_file_leaves_no_place() -> None:
             mp.spawn(run, nprocs=2)
         """
     )
-    entry = EntryPoint.of(facts)
+    entry = Entry.of(facts)
     assert entry.places == []
     assert entry.reason is not None and "does not define" in entry.reason
 
@@ -152,8 +153,8 @@ def test_training_through_a_function_called_at_module_level_is_a_script() -> Non
         """
     )
     training = Training.of(facts)
-    assert training.trains_at_module_level(outside=EntryPoint.of(facts).main_guard)
-    assert EntryPoint.of(facts).places[0].where == "after the imports"
+    assert training.trains_at_module_level(outside=Entry.of(facts).main_guard)
+    assert Entry.of(facts).places[0].where == "after the imports"
 
 
 def test_a_library_has_no_entry_point() -> None:
@@ -166,7 +167,7 @@ def test_a_library_has_no_entry_point() -> None:
                 loss.backward()
         """
     )
-    entry = EntryPoint.of(facts)
+    entry = Entry.of(facts)
     assert entry.insertion("torch.backends.cudnn", "{}.benchmark = True") is None
     assert entry.reason is not None and "no entry point" in entry.reason
 
@@ -180,7 +181,7 @@ def test_the_module_is_imported_when_the_file_lacks_it() -> None:
             nn.Linear(2, 2)
         """
     )
-    insertion = EntryPoint.of(facts).insertion("torch", '{}.set_float32_matmul_precision("high")')
+    insertion = Entry.of(facts).insertion("torch", '{}.set_float32_matmul_precision("high")')
     assert insertion is not None
     assert insertion.imports == ("import torch",)
     assert insertion.code == 'torch.set_float32_matmul_precision("high")'
@@ -198,7 +199,7 @@ def test_a_shadowed_module_name_leaves_no_fix() -> None:
             main(None)
         """
     )
-    assert EntryPoint.of(facts).insertion("torch.backends.cudnn", "{}.benchmark = True") is None
+    assert Entry.of(facts).insertion("torch.backends.cudnn", "{}.benchmark = True") is None
 
 
 def test_main_guard_test() -> None:

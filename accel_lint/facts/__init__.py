@@ -7,6 +7,7 @@ from accel_lint.facts.file import (
     FileFacts,
     Guard,
     KwargsDict,
+    conditions,
     is_exit_statement,
 )
 from accel_lint.facts.literals import int_value, is_literal, string_value
@@ -17,6 +18,7 @@ __all__ = [
     "FileFacts",
     "Guard",
     "KwargsDict",
+    "conditions",
     "int_value",
     "is_exit_statement",
     "is_literal",

@@ -34,6 +34,7 @@ class CallGraph:
             if cls is not None:
                 self._methods.setdefault(func.name.value, []).append(func)
         self._sites: dict[cst.FunctionDef, list[CallSite]] = {}
+        self._around: dict[cst.FunctionDef, frozenset[cst.For | cst.While]] = {}
 
     def class_of(self, func: cst.FunctionDef | None) -> cst.ClassDef | None:
         return self._class_of.get(func) if func is not None else None
@@ -124,4 +125,23 @@ class CallGraph:
                     if not names or LOCAL in names:  # not a module's function (torch.save)
                         found.append(site)
         self._sites[func] = found
+        return found
+
+    def loops_around(self, func: cst.FunctionDef) -> frozenset[cst.For | cst.While]:
+        """The loops that run `func` on their iterations: around a call of it, or, for a
+        call outside any loop of its function, the loops around that function (and so
+        on up the calls). Answered once per function for the file: a walk up the calls
+        of every question would cost each call chain again, and branch on every
+        definition a pasted script repeats."""
+        found = self._around.get(func)
+        if found is not None:
+            return found
+        self._around[func] = frozenset()  # a recursive call adds nothing new
+        loops: set[cst.For | cst.While] = set()
+        for site, _ in self.invocations(func):
+            if site.bodies:
+                loops.update(site.bodies)
+            elif site.function is not None:
+                loops.update(self.loops_around(site.function))
+        found = self._around[func] = frozenset(loops)
         return found

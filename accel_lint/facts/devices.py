@@ -24,7 +24,8 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import FileFacts
-from accel_lint.facts.literals import string_value
+from accel_lint.facts.literals import device_template, string_value
+from accel_lint.facts.order import Orders
 from accel_lint.facts.syntax import argument_for, returns
 from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
 from accel_lint.torch_api import ACCELERATOR_DEVICES, ACCELERATOR_TYPES, TORCH_DEVICE
@@ -65,6 +66,7 @@ class Devices:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
         self.calls = CallGraph.of(facts)
+        self.orders = Orders.of(facts)
         self._memo: dict[tuple[int, bool], DeviceKind] = {}
         self._active: set[int] = set()
         self._strict = False
@@ -102,14 +104,107 @@ class Devices:
         finally:
             self._strict = False
 
+    def stays_on_cpu(self, module: cst.BaseExpression, scope: Scope) -> bool:
+        """Whether the file shows that a module never leaves the CPU: a name of the
+        function or module it is built in, bound only to what the file builds, never
+        moved (`.cuda()`, `.to(...)` to anything but the CPU, in its bindings or on
+        the name) and never handed to a call that could move it (`DDP(model)`,
+        `train(model)`). Anything the file does not show counts as leaving."""
+        if not isinstance(module, cst.Name):
+            return False
+        bindings = scope.lookup(module.value)
+        if not bindings:
+            return False
+        owner = bindings[0].scope
+        if owner is None:
+            return False
+        for binding in bindings:
+            if binding.scope is not owner or binding.kind is BindingKind.IMPORT:
+                return False
+            if not isinstance(binding.node, (cst.Assign, cst.AnnAssign)):
+                return False
+            if binding.value is None or self._may_move(binding.value, owner):
+                return False
+        for site in self.facts.calls:
+            call = site.node
+            func = call.func
+            mentions = any(
+                isinstance(arg.value, cst.Name) and arg.value.value == module.value
+                for arg in call.args
+            )
+            on_it = (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == module.value
+                and func.attr.value in ("cuda", "to", "xpu", "mps", "to_empty")
+            )
+            if not (mentions or on_it):
+                continue
+            if site.scope.lookup(module.value) is not bindings:
+                continue  # another variable of the same name
+            moving_to = isinstance(func, cst.Attribute) and func.attr.value == "to"
+            if on_it and moving_to and not self._moves(call, site.scope):
+                continue
+            if mentions and not on_it and _harmless(call):
+                continue
+            return False
+        return True
+
+    def _may_move(self, value: cst.BaseExpression, scope: Scope) -> bool:
+        """A module built by `value` may sit off the CPU: it is moved in the chain
+        (`Net().cuda()`), or comes from somewhere the file does not show."""
+        while isinstance(value, cst.Call):
+            func = value.func
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in ("cuda", "xpu", "mps"):
+                    return True
+                if func.attr.value == "to" and self._moves(value, scope):
+                    return True
+                if self._builds(func, scope):
+                    return False
+                value = func.value
+                continue
+            return not self._builds(func, scope)
+        if isinstance(value, cst.Name):
+            return not self.stays_on_cpu(value, scope)
+        return True
+
+    def _builds(self, func: cst.BaseExpression, scope: Scope) -> bool:
+        """`func` builds a module on the CPU: a class of the file, or a constructor of
+        torch, torchvision or timm (a helper of the file or of another module may move
+        what it builds)."""
+        if isinstance(func, cst.Name):
+            bindings = scope.lookup(func.value)
+            if bindings and all(isinstance(b.node, cst.ClassDef) for b in bindings):
+                return True
+        names = qualified_names(func, scope)
+        return bool(names) and all(
+            n.startswith(_CPU_BUILDERS) and not n.startswith(_HOLDERS) for n in names
+        )
+
+    def _moves(self, call: cst.Call, scope: Scope) -> bool:
+        """`x.to(...)` may move to an accelerator (a dtype alone does not move)."""
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value not in ("device",):
+                continue
+            if arg.star:
+                return True
+            names = qualified_names(arg.value, scope)
+            if names and all(n.startswith("torch.") and "device" not in n for n in names):
+                continue  # `torch.float16`, `torch.channels_last`
+            if self.certain_kind(arg.value, scope) is not DeviceKind.CPU:
+                return True
+        return False
+
     def _kind(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> DeviceKind:
         if isinstance(expr, cst.SimpleString):
             text = string_value(expr)
             return device_type(text) if text is not None else DeviceKind.UNKNOWN
+        if isinstance(expr, (cst.FormattedString, cst.BinaryOperation, cst.Call)):
+            built = device_template(expr)
+            if built is not None:
+                return device_type(built)
         if isinstance(expr, cst.FormattedString):
-            first = expr.parts[0] if expr.parts else None
-            if isinstance(first, cst.FormattedStringText) and ":" in first.value:
-                return device_type(first.value)
             return DeviceKind.UNKNOWN
         if isinstance(expr, cst.Integer):
             return DeviceKind.ACCELERATOR  # an index: torch reads it as an accelerator's
@@ -145,7 +240,7 @@ class Devices:
         return combine(self.kind(v, inner, depth + 1) for v in values if v is not None)
 
     def _name(self, name: cst.Name, scope: Scope, depth: int) -> DeviceKind:
-        bindings = scope.lookup(name.value)
+        bindings = self.orders.reaching(name, scope)
         if not bindings:
             return DeviceKind.UNKNOWN
         kinds: list[DeviceKind] = []
@@ -220,6 +315,28 @@ class Devices:
         if not values:
             return None
         return combine(self.kind(a.value, a.scope, depth + 1) for a in values)
+
+
+_CPU_BUILDERS = ("torch.nn.", "torchvision.models.", "timm.create_model")
+# Modules built around other modules, which may have been moved.
+_HOLDERS = (
+    "torch.nn.parallel.",
+    "torch.nn.DataParallel",
+    "torch.nn.Sequential",
+    "torch.nn.ModuleList",
+    "torch.nn.ModuleDict",
+    "torch.nn.SyncBatchNorm",
+)
+# Calls handed a module that cannot move it.
+_HARMLESS = frozenset({"print", "len", "str", "repr", "isinstance", "type", "id", "sum", "info"})
+
+
+def _harmless(call: cst.Call) -> bool:
+    func = call.func
+    name = func.value if isinstance(func, cst.Name) else None
+    if isinstance(func, cst.Attribute):
+        name = func.attr.value
+    return name in _HARMLESS
 
 
 def _receiver_name(expr: cst.BaseExpression) -> str | None:

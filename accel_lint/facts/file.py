@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
-from accel_lint.facts.literals import _literal_dict, is_literal, string_value
+from accel_lint.facts.literals import _literal_dict, device_template, is_literal, string_value
+from accel_lint.facts.syntax import is_main_test
 from accel_lint.names import (
     LOCAL,
     Binding,
@@ -150,8 +151,17 @@ class FileFacts:
         self._shared: dict[Callable[[FileFacts], Any], Any] = {}
         self._resolved: dict[frozenset[str], list[CallSite]] = {}
         self._callees: list[frozenset[str]] = []  # of `calls`, in order
+        self._source: str | None = None
 
     # -- queries ------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        """The module's code, generated once for every rule that reads it (generating
+        it again for each finding costs the whole file each time)."""
+        if self._source is None:
+            self._source = self.module.code
+        return self._source
 
     def shared(self, build: Callable[[FileFacts], T]) -> T:
         """The one instance of an analysis built on these facts (by its builder):
@@ -394,6 +404,12 @@ class FileFacts:
         return out
 
 
+def conditions(guards: tuple[Guard, ...] | list[Guard]) -> tuple[Guard, ...]:
+    """The guards that are conditions on what runs: `if __name__ == "__main__":` is not
+    one (it is the script itself), so code under it runs unconditionally."""
+    return tuple(guard for guard in guards if not is_main_test(guard[0]))
+
+
 def _is_augmented(binding: Binding) -> bool:
     return isinstance(binding.node, cst.AugAssign)
 
@@ -401,6 +417,8 @@ def _is_augmented(binding: Binding) -> bool:
 def _has_cuda_arg(call: cst.Call) -> bool:
     for arg in call.args:
         value = string_value(arg.value)
+        if value is None:
+            value = device_template(arg.value)  # `"cuda:{:d}".format(rank)`
         if value is not None and value.startswith("cuda"):
             return True
         if isinstance(arg.value, cst.IfExp):

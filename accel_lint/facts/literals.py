@@ -62,3 +62,29 @@ def _is_dict_display(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Dict) or (
         isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"
     )
+
+
+def device_template(expr: cst.BaseExpression) -> str | None:
+    """The literal text before the first placeholder of a device string built at run
+    time, when that text names the device type: `"cuda:"` for `f"cuda:{rank}"`,
+    `"cuda:{:d}".format(rank)` and `"cuda:%d" % rank`."""
+    text: str | None = None
+    if isinstance(expr, cst.FormattedString):
+        first = expr.parts[0] if expr.parts else None
+        if isinstance(first, cst.FormattedStringText):
+            text = first.value
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        template = string_value(expr.left)
+        if template is not None:
+            text = template.split("%", 1)[0]
+    elif (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "format"
+    ):
+        template = string_value(expr.func.value)
+        if template is not None:
+            text = template.split("{", 1)[0]
+    if text is None or ":" not in text:
+        return None
+    return text

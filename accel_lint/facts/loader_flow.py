@@ -4,9 +4,12 @@
 hold?", following names through their assignments (a tuple unpacked from a helper's
 `return a, b` too), `self.<attr>` through the class's assignments, parameters
 through the file's calls of their function, the file's own functions through their
-returns, `x if c else y`, a dict of loaders indexed (`loaders[phase]`), a loop over a
-list of loaders, and the wrappers that hand a loader's batches on (`enumerate`,
-`tqdm`, `iter`, `islice`, `zip`). The answer says whether every path was seen.
+returns, `x if c else y`, the parts of tuple, list and dict displays however they
+travel (`loaders[phase]`, a loop over a list of loaders, `a, b = loaders` where the
+caller passed `[train_loader, val_loader]`, `zip(*loaders)`), a name bound several
+times by the bindings that reach the read, and the wrappers that hand a loader's
+batches on (`enumerate`, `tqdm`, `iter`, `islice`, `zip`). The answer says whether
+every path was seen.
 
 `reads()` lists every place a loader is read: a `for` over it (through those
 wrappers), an `iter(loader)`, or a call that hands it to code outside the file
@@ -24,11 +27,13 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts
+from accel_lint.facts.literals import string_value
+from accel_lint.facts.order import Orders
 from accel_lint.facts.syntax import argument_for, last_name, returns
 from accel_lint.names import BindingKind, Scope, resolves_to
 from accel_lint.torch_api import DATALOADER
 
-_MAX_DEPTH = 6
+_MAX_DEPTH = 12
 # Calls whose iteration yields the batches of their first argument.
 _PASS_THROUGH = frozenset({"tqdm", "track", "iter", "islice", "cycle"})
 # Calls handed a loader without reading its batches.
@@ -105,7 +110,10 @@ class LoaderFlow:
         self.facts = facts
         self.calls = CallGraph.of(facts)
         self.loaders: list[CallSite] = facts.calls_resolving_to(DATALOADER)
+        self.orders = Orders.of(facts)
         self._memo: dict[int, Origins] = {}
+        self._parts: dict[tuple[int, int | str | None], Origins] = {}
+        self._parts_active: set[tuple[int, int | str | None]] = set()
         self._active: set[int] = set()
         self._reads: list[Read] | None = None
 
@@ -155,10 +163,18 @@ class LoaderFlow:
             for arg in call.args:
                 if arg.keyword is None and not arg.star:
                     out = out | self.origins(arg.value, scope, depth + 1)
+                elif arg.star == "*":  # `zip(*loaders)`
+                    out = out | self._part(arg.value, None, scope, depth + 1)
             return out
         callee = self.calls.local_callee(call, scope)
         if callee is None:
-            return UNSEEN
+            # code of another module handed a loader may hand it back, wrapped
+            # (`loader = accelerator.prepare(loader)`): what it returns is unseen
+            handed = NOTHING
+            for arg in call.args:
+                if not arg.star and _may_hold_loader(arg.value):
+                    handed = handed | self.origins(arg.value, scope, depth + 1)
+            return Origins(handed.loaders, False)
         func = callee[0]
         inner = self.facts.scope_of.get(func)
         values = list(returns(func))
@@ -170,7 +186,7 @@ class LoaderFlow:
         return out
 
     def _name(self, name: cst.Name, scope: Scope, depth: int) -> Origins:
-        bindings = scope.lookup(name.value)
+        bindings = self.orders.reaching(name, scope)
         if not bindings:
             return UNSEEN
         out = NOTHING
@@ -184,63 +200,121 @@ class LoaderFlow:
             elif isinstance(node, (cst.Assign, cst.AnnAssign)) and binding.value is not None:
                 out = out | self.origins(binding.value, owner, depth + 1)
             elif isinstance(node, cst.Assign):
-                out = out | self._unpacked(name.value, node, owner, depth)
+                index = _tuple_index(node, name.value)
+                if index is None:
+                    return UNSEEN
+                out = out | self._part(node.value, index, owner, depth)
             elif isinstance(node, cst.For) and isinstance(node.target, cst.Name):
-                out = out | self._elements(node.iter, owner, depth)
+                out = out | self._part(node.iter, None, owner, depth)
             else:
                 return UNSEEN
         return out
 
-    def _unpacked(self, name: str, node: cst.Assign, scope: Scope, depth: int) -> Origins:
-        """`train_loader, val_loader = make_loaders()` (or `= a, b`)."""
-        index = _tuple_index(node, name)
-        if index is None:
+    def _part(
+        self, expr: cst.BaseExpression, key: int | str | None, scope: Scope, depth: int
+    ) -> Origins:
+        """What an element of the container `expr` can hold: the one at `key` (a
+        position or a string key) or any of them (`None`), through tuple, list and dict
+        displays, names, the parameters the file's calls fill, and returns:
+        `train_loader, val_loader = loaders` where `loaders` is a parameter handed
+        `[train_loader, val_loader]`, `for loader in loaders`, `loaders["train"]`."""
+        memo_key = (id(expr), key)
+        found = self._parts.get(memo_key)
+        if found is not None:
+            return found
+        if memo_key in self._parts_active or depth > _MAX_DEPTH:
             return UNSEEN
-        value = node.value
-        if isinstance(value, (cst.Tuple, cst.List)):
-            return self._element(value, index, scope, depth)
-        if isinstance(value, cst.Call):
-            callee = self.calls.local_callee(value, scope)
+        self._parts_active.add(memo_key)
+        try:
+            found = self._find_part(expr, key, scope, depth)
+        finally:
+            self._parts_active.discard(memo_key)
+        self._parts[memo_key] = found
+        return found
+
+    def _find_part(
+        self, expr: cst.BaseExpression, key: int | str | None, scope: Scope, depth: int
+    ) -> Origins:
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            elements = expr.elements
+            starred = [isinstance(e, cst.StarredElement) for e in elements]
+            if isinstance(key, int) and not any(starred[: key + 1]):
+                if key >= len(elements):
+                    return UNSEEN
+                return self.origins(elements[key].value, scope, depth + 1)
+            out = NOTHING
+            for element in elements:
+                if isinstance(element, cst.StarredElement):
+                    out = out | self._part(element.value, None, scope, depth + 1)
+                else:
+                    out = out | self.origins(element.value, scope, depth + 1)
+            return out
+        if isinstance(expr, cst.Dict):
+            out = NOTHING
+            for entry in expr.elements:
+                if not isinstance(entry, cst.DictElement):
+                    return UNSEEN
+                if isinstance(key, str) and string_value(entry.key) == key:
+                    return self.origins(entry.value, scope, depth + 1)
+                out = out | self.origins(entry.value, scope, depth + 1)
+            return out
+        if isinstance(expr, cst.DictComp):
+            inner = self.facts.scope_of.get(expr, scope)
+            return self.origins(expr.value, inner, depth + 1)
+        if isinstance(expr, cst.Name):
+            return self._name_part(expr, key, scope, depth)
+        if isinstance(expr, cst.Call):
+            name = last_name(expr.func)
+            if name in ("list", "tuple") and isinstance(expr.func, cst.Name):
+                first = _first_positional(expr)
+                return self._part(first, key, scope, depth + 1) if first is not None else NOTHING
+            if name == "values" and isinstance(expr.func, cst.Attribute) and not expr.args:
+                return self._part(expr.func.value, None, scope, depth + 1)  # `loaders.values()`
+            callee = self.calls.local_callee(expr, scope)
             if callee is None:
                 return UNSEEN
-            inner = self.facts.scope_of.get(callee[0])
+            inner_scope = self.facts.scope_of.get(callee[0])
             values = list(returns(callee[0]))
-            if inner is None or not values:
+            if inner_scope is None or not values:
                 return UNSEEN
             out = NOTHING
-            for returned in values:
-                if not isinstance(returned, (cst.Tuple, cst.List)):
-                    return UNSEEN
-                out = out | self._element(returned, index, inner, depth)
+            for value in values:
+                if value is not None:
+                    out = out | self._part(value, key, inner_scope, depth + 1)
             return out
         return UNSEEN
 
-    def _element(
-        self, value: cst.Tuple | cst.List, index: int, scope: Scope, depth: int
+    def _name_part(
+        self, name: cst.Name, key: int | str | None, scope: Scope, depth: int
     ) -> Origins:
-        elements = value.elements
-        if index >= len(elements) or any(isinstance(e, cst.StarredElement) for e in elements):
-            return UNSEEN
-        return self.origins(elements[index].value, scope, depth + 1)
-
-    def _elements(self, iterable: cst.BaseExpression, scope: Scope, depth: int) -> Origins:
-        """`for loader in (train_loader, val_loader)` (or a name bound to such a list)."""
-        if isinstance(iterable, cst.Name):
-            bindings = scope.lookup(iterable.value)
-            if not bindings or len(bindings) != 1 or bindings[0].value is None:
-                return UNSEEN
-            iterable = bindings[0].value
-            scope = bindings[0].scope or scope
-        if not isinstance(iterable, (cst.Tuple, cst.List)):
+        bindings = self.orders.reaching(name, scope)
+        if not bindings:
             return UNSEEN
         out = NOTHING
-        for element in iterable.elements:
-            if isinstance(element, cst.StarredElement):
+        for binding in bindings:
+            owner = binding.scope or scope
+            node = binding.node
+            if isinstance(node, cst.Param):
+                out = out | self._arguments(node, owner, depth, key)
+            elif isinstance(node, (cst.Assign, cst.AnnAssign)) and binding.value is not None:
+                out = out | self._part(binding.value, key, owner, depth + 1)
+            else:
                 return UNSEEN
-            out = out | self.origins(element.value, scope, depth + 1)
         return out
 
     def _parameter(self, param: cst.Param, scope: Scope, depth: int) -> Origins:
+        return self._arguments(param, scope, depth, None, whole=True)
+
+    def _arguments(
+        self,
+        param: cst.Param,
+        scope: Scope,
+        depth: int,
+        key: int | str | None,
+        whole: bool = False,
+    ) -> Origins:
+        """Over the file's calls of the parameter's function: the argument each passes
+        (or the default), asked `whole` or for its part at `key` (see `_part`)."""
         func = scope.node
         if not isinstance(func, cst.FunctionDef):
             return UNSEEN
@@ -256,9 +330,13 @@ class LoaderFlow:
             if value is None:
                 if param.default is None:
                     return UNSEEN
-                out = out | self.origins(param.default, scope.parent or scope, depth + 1)
+                value, where = param.default, scope.parent or scope
             else:
-                out = out | self.origins(value, site.scope, depth + 1)
+                where = site.scope
+            if whole:
+                out = out | self.origins(value, where, depth + 1)
+            else:
+                out = out | self._part(value, key, where, depth + 1)
         return out
 
     def _attribute(self, attr: cst.Attribute, scope: Scope, depth: int) -> Origins:
@@ -279,27 +357,12 @@ class LoaderFlow:
         return out
 
     def _subscript(self, sub: cst.Subscript, scope: Scope, depth: int) -> Origins:
-        """`loaders[phase]` where `loaders` is bound once to a dict display or a dict
-        comprehension of loaders."""
-        base = sub.value
-        if not isinstance(base, cst.Name):
-            return UNSEEN
-        bindings = scope.lookup(base.value)
-        if not bindings or len(bindings) != 1 or bindings[0].value is None:
-            return UNSEEN
-        value = bindings[0].value
-        owner = bindings[0].scope or scope
-        if isinstance(value, cst.Dict):
-            out = NOTHING
-            for element in value.elements:
-                if not isinstance(element, cst.DictElement):
-                    return UNSEEN
-                out = out | self.origins(element.value, owner, depth + 1)
-            return out
-        if isinstance(value, cst.DictComp):
-            inner = self.facts.scope_of.get(value, owner)
-            return self.origins(value.value, inner, depth + 1)
-        return UNSEEN
+        """`loaders[phase]`, `loaders["train"]`, `loaders[0]`: a part of a container."""
+        key: int | str | None = None
+        if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):
+            index = sub.slice[0].slice.value
+            key = index.evaluated_value if isinstance(index, cst.Integer) else string_value(index)
+        return self._part(sub.value, key, scope, depth)
 
     # -- reads --------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts, Guard, LoopSite
+from accel_lint.facts.order import Orders
 from accel_lint.facts.syntax import last_name
 from accel_lint.names import Scope, resolves_to
 
@@ -203,7 +204,9 @@ class Loops:
             return None
         if _conditions(site.guards, ignoring) or id(site.node) in self._handled():
             return None
-        callers = self.calls.calls_to(site.function)
+        # a call of the function inside itself (or what the call graph takes for one:
+        # `self.optimizer.step()` in a trainer's own `step`) never enters it
+        callers = [c for c in self.calls.calls_to(site.function) if c.function is not site.function]
         loops = [self._every_step(caller, depth + 1, ignoring) for caller in callers]
         if not loops or None in loops:
             return None
@@ -346,12 +349,22 @@ class Loops:
         test, positive = inner[0]
         if not positive:
             return None
+        if isinstance(test, cst.Name):
+            # `should_step = (i + 1) % k == 0` ... `if should_step:`
+            bindings = Orders.of(self.facts).reaching(test, step.scope)
+            if not bindings or len(bindings) != 1 or bindings[0].value is None:
+                return None
+            test = bindings[0].value
         return _modulo_of(test)
 
     def _outer_step(self, loop: Loop, back: CallSite | None) -> Accumulation | None:
-        """`for micro in range(k): ... backward()` then `opt.step()` after it, in the loop
-        around it: the inner loop's iterations are the micro-batches."""
-        if not isinstance(loop, cst.For) or not self.counts(loop):
+        """`for micro in range(k): ... backward()` (or `for part in batch.chunk(k):`) then
+        `opt.step()` after it, in the loop around it: the inner loop's iterations are
+        the micro-batches."""
+        if not isinstance(loop, cst.For):
+            return None
+        chunks = _chunk_count(loop.iter)
+        if chunks is None and not self.counts(loop):
             return None
         if back is None:
             back = self._one_backward(self.backward_sites(loop), loop)
@@ -372,6 +385,8 @@ class Loops:
         if len(steps) != 1 or not isinstance(iterable, cst.Call) or not iterable.args:
             return None
         every = iterable.args[-1].value if len(iterable.args) <= 2 else None
+        if chunks is not None:
+            every = chunks
         if every is None:
             return None
         return Accumulation("inner-loop", loop, back, steps[0], every)
@@ -456,11 +471,45 @@ def _modulo_of(test: cst.BaseExpression) -> cst.BaseExpression | None:
             return inner.right
         return None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        if not isinstance(test.comparisons[0].operator, cst.Equal):
+        operator = test.comparisons[0].operator
+        left, right = test.left, test.comparisons[0].comparator
+        if isinstance(operator, (cst.GreaterThanEqual, cst.LessThanEqual)):
+            # `ni - last_opt_step >= accumulate` (or `accumulate <= ni - last_opt_step`)
+            since, every = (
+                (left, right)
+                if isinstance(operator, cst.GreaterThanEqual)
+                else (
+                    right,
+                    left,
+                )
+            )
+            if isinstance(since, cst.BinaryOperation) and isinstance(since.operator, cst.Subtract):
+                return every
             return None
-        for side in (test.left, test.comparisons[0].comparator):
+        if not isinstance(operator, cst.Equal):
+            return None
+        for side in (left, right):
             if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
                 return side.right
+    return None
+
+
+def _chunk_count(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """k for `batch.chunk(k)`, `torch.chunk(batch, k)`, or a `zip(...)` of such chunks
+    (`zip(x.chunk(k), y.chunk(k))`): k micro-batches of a batch."""
+    if not isinstance(expr, cst.Call):
+        return None
+    args = [a for a in expr.args if a.keyword is None and not a.star]
+    if len(args) != len(expr.args) or not args:
+        return None
+    name = last_name(expr.func)
+    if name == "chunk" and len(args) <= 2:
+        return args[-1].value
+    if name == "zip":
+        counts = [_chunk_count(a.value) for a in args]
+        first = counts[0]
+        if first is not None and all(c is not None and c.deep_equals(first) for c in counts):
+            return first
     return None
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from accel_lint.facts.literals import string_value
 from accel_lint.walk import child_fields
 
 
@@ -94,3 +95,16 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(children(current))
+
+
+def is_main_test(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"`, either way round: the script's own block, which is no
+    condition on what the script does when it runs."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    if not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    names = {s.value for s in sides if isinstance(s, cst.Name)}
+    strings = {string_value(s) for s in sides}
+    return names == {"__name__"} and "__main__" in strings

@@ -15,20 +15,18 @@ in another method, or in a conditional expression; a fix that needs the wrapper
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import IntEnum
 
 import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import FileFacts
-from accel_lint.facts.syntax import argument_for, children
+from accel_lint.facts.order import Order, Orders, Placed
+from accel_lint.facts.syntax import argument_for
 from accel_lint.names import BindingKind, Scope, resolves_to
 from accel_lint.torch_api import MODULE_RETURNS_SELF
 
 _MAX_DEPTH = 4
-# Statements whose body may not run (or runs several times) where they stand.
-_BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 
 
 class Wrap(IntEnum):
@@ -37,71 +35,12 @@ class Wrap(IntEnum):
     YES = 2
 
 
-@dataclass(frozen=True)
-class Placed:
-    """Where a node stands in its scope's body: its rank in source order, and whether
-    it sits under a branch, a loop or an exception handler of that scope."""
-
-    order: int
-    conditional: bool
-
-
-class Order:
-    """Source order and conditionality of every node of one scope's body (nested defs,
-    classes and lambdas left out: their bodies run elsewhere)."""
-
-    def __init__(self, root: cst.CSTNode) -> None:
-        self.places: dict[cst.CSTNode, Placed] = {}
-        if isinstance(root, cst.Module):
-            for statement in root.body:
-                self._visit(statement, False)
-        elif isinstance(root, cst.FunctionDef):
-            self._visit(root.body, False)
-
-    def _visit(self, node: cst.CSTNode, conditional: bool) -> None:
-        stack: list[tuple[cst.CSTNode, bool]] = [(node, conditional)]
-        while stack:
-            current, cond = stack.pop()
-            self.places[current] = Placed(len(self.places), cond)
-            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                continue
-            children = list(self._children(current, cond))
-            stack.extend(reversed(children))
-
-    @staticmethod
-    def _children(node: cst.CSTNode, cond: bool) -> Iterator[tuple[cst.CSTNode, bool]]:
-        if isinstance(node, cst.Try):
-            yield node.body, cond
-            for other in (*node.handlers, node.orelse, node.finalbody):
-                if other is not None:
-                    yield other, True
-            return
-        if isinstance(node, cst.If) and _is_main_test(node.test):
-            # `if __name__ == "__main__":` is the script itself; its `else` never runs
-            yield node.body, cond
-            return
-        if isinstance(node, _BRANCHES):
-            for child in children(node):
-                # the test of an `if` / `while` and the iterable of a `for` always run
-                always = child is getattr(node, "test", None) or child is getattr(
-                    node, "iter", None
-                )
-                yield child, cond or not always
-            return
-        if isinstance(node, (cst.IfExp, cst.BooleanOperation, cst.CompFor)):
-            yield from ((child, True) for child in children(node))
-            return
-        yield from ((child, cond) for child in children(node))
-
-    def place(self, node: cst.CSTNode | None) -> Placed | None:
-        return self.places.get(node) if node is not None else None
-
-
 class Wrappers:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
         self.calls = CallGraph.of(facts)
-        self._orders: dict[cst.CSTNode, Order] = {}
+        self._orders = Orders.of(facts)
+        self._states: dict[tuple[int, int, frozenset[str], int], Wrap] = {}
 
     @classmethod
     def of(cls, facts: FileFacts) -> Wrappers:
@@ -109,16 +48,7 @@ class Wrappers:
 
     def order(self, scope: Scope) -> Order | None:
         """The statement order of the def (or module) that `scope` belongs to."""
-        owner = scope.function_scope()
-        while owner.kind == "class" and owner.parent is not None:
-            owner = owner.parent
-        root = owner.node
-        if root is None:
-            return None
-        found = self._orders.get(root)
-        if found is None:
-            found = self._orders[root] = Order(root)
-        return found
+        return self._orders.order(scope)
 
     # -- is it wrapped? ---------------------------------------------------------------
 
@@ -131,9 +61,26 @@ class Wrappers:
         depth: int = 0,
     ) -> Wrap:
         """Does `expr`, read at `at` in `scope`, hold a module wrapped by one of
-        `wrappers` (qualified names of their classes)?"""
+        `wrappers` (qualified names of their classes)? Each question is answered once
+        per file: a parameter's state is asked again by every read of it, and a name
+        bound by many definitions of one function (a script pasted twice) would
+        otherwise be asked once per path through them."""
         if depth > _MAX_DEPTH:
             return Wrap.NO
+        key = (id(expr), id(at), wrappers, depth)
+        found = self._states.get(key)
+        if found is None:
+            found = self._states[key] = self._wrap_state(expr, scope, wrappers, at, depth)
+        return found
+
+    def _wrap_state(
+        self,
+        expr: cst.BaseExpression,
+        scope: Scope,
+        wrappers: frozenset[str],
+        at: cst.CSTNode | None,
+        depth: int,
+    ) -> Wrap:
         if isinstance(expr, cst.Name):
             return self._name_state(expr, scope, wrappers, at, depth)
         if isinstance(expr, cst.Attribute):
@@ -350,14 +297,6 @@ def _method_class(scope: Scope) -> cst.ClassDef | None:
             return node if isinstance(node, cst.ClassDef) else None
         current = parent
     return None
-
-
-def _is_main_test(test: cst.BaseExpression) -> bool:
-    return (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value == "__name__"
-    )
 
 
 def _unwraps(expr: cst.BaseExpression) -> bool:

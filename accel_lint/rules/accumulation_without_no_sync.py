@@ -19,10 +19,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from accel_lint.edits import code_for
-from accel_lint.facts import CallSite
+from accel_lint.facts import CallSite, FileFacts
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.loops import Accumulation, Loop, Loops, is_optimizer_step
 from accel_lint.facts.syntax import children, descendants, sub_expressions
+from accel_lint.facts.tree import Tree
 from accel_lint.facts.wrappers import Wrap, Wrappers
 from accel_lint.layout import fits, width_for
 from accel_lint.names import resolves_to, spelling_for
@@ -236,8 +237,8 @@ class AccumulationWithoutNoSync(Rule):
         test = code_for(steps)
         header = f"{nullcontext}() if {test} else {model}.no_sync()"
         module = self.ctx.module
-        depth = _depth_of(module, region[0])
-        if fits(f"with {header}:", depth, module, width_for(module.code)):
+        depth = _depth_of(self.facts, region[0])
+        if fits(f"with {header}:", depth, module, width_for(self.facts.source)):
             text = f"with {header}:\n    pass\n"
         else:  # black's layout of a long context expression
             lines = [f"{nullcontext}()", f"if {test}", f"else {model}.no_sync()"]
@@ -260,16 +261,9 @@ class AccumulationWithoutNoSync(Rule):
         )
 
 
-def _depth_of(module: cst.Module, target: cst.CSTNode) -> int:
+def _depth_of(facts: FileFacts, target: cst.CSTNode) -> int:
     """How many blocks deep `target` stands."""
-    stack: list[tuple[cst.CSTNode, int]] = [(module, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if node is target:
-            return depth
-        inner = depth + 1 if isinstance(node, cst.IndentedBlock) else depth
-        stack.extend((child, inner) for child in children(node))
-    return 0
+    return sum(isinstance(node, cst.IndentedBlock) for node in Tree.of(facts).ancestors(target))
 
 
 def _statements(loop: Loop) -> Sequence[cst.BaseStatement] | None:

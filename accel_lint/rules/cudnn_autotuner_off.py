@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from accel_lint.facts.entry_point import EntryPoint
+from accel_lint.facts.entry import Entry
 from accel_lint.facts.training import Training
 from accel_lint.names import Scope, qualified_names, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
@@ -67,7 +67,7 @@ class CudnnAutotunerOff(Rule):
             "`torch.backends.cudnn.benchmark` is never set, so cuDNN picks each "
             "convolution's algorithm by heuristics instead of timing them once per input shape"
         )
-        entry = EntryPoint.of(facts)
+        entry = Entry.of(facts)
         insertion = entry.insertion(CUDNN_MODULE, "{}.benchmark = True")
         if insertion is None:
             reason = entry.reason or "no place for the setting"

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from accel_lint.facts import conditions
 from accel_lint.facts.calls import CallGraph
-from accel_lint.facts.literals import string_value
 from accel_lint.facts.loops import Loops
+from accel_lint.facts.syntax import is_main_test
 from accel_lint.names import qualified_names
 from accel_lint.rule import FixSafety, Rule
 from accel_lint.torch_api import CUDNN_DETERMINISTIC, USE_DETERMINISTIC_ALGORITHMS
@@ -32,11 +33,11 @@ class DeterminismLeftOn(Rule):
         self._main_guard = False
 
     def visit_If(self, node: cst.If) -> None:
-        if self.facts.function is None and not self.facts.guards and _is_main_test(node.test):
+        if self.facts.function is None and not self.facts.guards and is_main_test(node.test):
             self._main_guard = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self.facts.guards or self.facts.loops:
+        if conditions(self.facts.guards) or self.facts.loops:
             return
         if not (isinstance(node.value, cst.Name) and node.value.value == "True"):
             return
@@ -59,7 +60,7 @@ class DeterminismLeftOn(Rule):
             first = args[0].value if args and args[0].keyword is None else None
             if first is None or not (isinstance(first, cst.Name) and first.value == "True"):
                 continue
-            if site.guards or site.loops:
+            if conditions(site.guards) or site.loops:
                 continue
             switches.append(
                 (site.node, site.function, "`torch.use_deterministic_algorithms(True)`")
@@ -86,12 +87,3 @@ class DeterminismLeftOn(Rule):
         if not steps:
             return False
         return self._main_guard or any(loops.site(loop).function is None for loop in training)
-
-
-def _is_main_test(test: cst.BaseExpression) -> bool:
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    sides = [test.left, test.comparisons[0].comparator]
-    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
-        string_value(s) == "__main__" for s in sides
-    )

@@ -2,8 +2,9 @@
 default on CUDA, or `dtype=torch.float16`) whose loss the file backpropagates, in a
 file with no GradScaler: small float16 gradients flush to zero. Page: rules/ACL314.md
 
-The loss is a name assigned inside the `with autocast(...)` block and later
-`.backward()`-ed in the same function (directly, or divided for accumulation). A
+The loss is `.backward()`-ed in the same function and comes from the `with
+autocast(...)` block: assigned inside it, or built after it from what was (directly,
+or divided for accumulation); or autocast decorates a trained `forward`. A
 file that scales its loss some other way (any GradScaler, an object named like a
 scaler, `accelerator.backward(loss)`, Lightning's `manual_backward`) is not reported.
 """
@@ -13,8 +14,9 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.edits import code_for
+from accel_lint.facts.calls import CallGraph
+from accel_lint.facts.order import Orders
 from accel_lint.facts.precision import Autocast, Precision
-from accel_lint.facts.syntax import sub_expressions
 from accel_lint.facts.tree import Tree
 from accel_lint.rule import FixSafety, Rule
 from accel_lint.torch_api import GRAD_SCALER
@@ -31,7 +33,9 @@ class Fp16AutocastWithoutGradScaler(Rule):
         candidates = [
             a
             for a in precision.autocasts
-            if a.form == "with" and a.enabled is not False and self._fp16_on_cuda(a, precision)
+            if a.form in ("with", "decorator")
+            and a.enabled is not False
+            and self._fp16_on_cuda(a, precision)
         ]
         if not candidates or self._scales_losses():
             return
@@ -81,39 +85,39 @@ class Fp16AutocastWithoutGradScaler(Rule):
         return any("scaler" in name.lower() for name in tree.spelled())
 
     def _backpropagated(self, autocast: Autocast, tree: Tree) -> bool:
-        """A name assigned in the block is `.backward()`-ed in the same function."""
+        """The loss `.backward()`-ed in the same function comes from the block: a name
+        assigned in it, or built after it from one (`out = model(x)` inside, `loss =
+        criterion(out, y)` after). A decorated function (`@torch.autocast(...)` on a
+        module's `forward`) is backpropagated when it is a `forward` or the file calls
+        it, and the file runs a backward pass."""
+        if autocast.form == "decorator":
+            return self._decorated_trains(autocast)
         block = autocast.with_node
         if block is None:
             return False
-        assigned = _assigned_names(block.body)
-        if not assigned:
-            return False
         function = self._function_of(block, tree)
+        orders = Orders.of(self.facts)
         for site in self.facts.method_calls("backward"):
             if site.function is not function:
                 continue
             func = site.node.func
             assert isinstance(func, cst.Attribute)
-            used = {e.value for e in sub_expressions(func.value) if isinstance(e, cst.Name)}
-            if used & assigned:
+            if orders.comes_from(func.value, site.scope, block.body):
                 return True
         return False
+
+    def _decorated_trains(self, autocast: Autocast) -> bool:
+        decorated = autocast.decorated
+        if decorated is None or not self.facts.method_calls("backward"):
+            return False
+        if decorated.name.value == "forward":
+            return True
+        graph = CallGraph.of(self.facts)
+        trains = {site.function for site in self.facts.method_calls("backward") if site.function}
+        return any(site.function in trains for site in graph.calls_to(decorated))
 
     def _function_of(self, node: cst.CSTNode, tree: Tree) -> cst.FunctionDef | None:
         for ancestor in tree.ancestors(node):
             if isinstance(ancestor, cst.FunctionDef):
                 return ancestor
         return None
-
-
-def _assigned_names(body: cst.BaseSuite) -> set[str]:
-    names: set[str] = set()
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
-            names |= {e.value for e in sub_expressions(node.target) if isinstance(e, cst.Name)}
-        stack.extend(node.children)
-    return names

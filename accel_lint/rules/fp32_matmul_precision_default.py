@@ -5,7 +5,7 @@ Page: rules/ACL207.md"""
 from __future__ import annotations
 
 from accel_lint.facts.calls import CallGraph
-from accel_lint.facts.entry_point import EntryPoint
+from accel_lint.facts.entry import Entry
 from accel_lint.facts.file import CallSite
 from accel_lint.facts.precision import Precision
 from accel_lint.facts.syntax import last_name
@@ -54,7 +54,7 @@ class Fp32MatmulPrecisionDefault(Rule):
             module, template = "torch", '{}.set_float32_matmul_precision("high")'
         else:
             module, template = "torch.backends.cuda.matmul", "{}.allow_tf32 = True"
-        entry = EntryPoint.of(facts)
+        entry = Entry.of(facts)
         insertion = entry.insertion(module, template)
         if insertion is None:
             reason = entry.reason or "no place for the setting"

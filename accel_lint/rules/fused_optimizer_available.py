@@ -8,6 +8,8 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.edits import add_keyword
+from accel_lint.facts import CallSite
+from accel_lint.facts.devices import Devices
 from accel_lint.facts.optimizers import Optimizers
 from accel_lint.facts.torch_objects import TorchObjects
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
@@ -35,7 +37,7 @@ class FusedOptimizerAvailable(Rule):
             if any(arg.star == "**" for arg in call.args):
                 continue  # `fused` may be in the dict
             keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword}
-            if "fused" in keywords:
+            if "fused" in keywords or self._on_cpu(site):
                 continue
             name = torch_class.rsplit(".", 1)[-1]
             target = self.ctx.target_torch
@@ -55,6 +57,23 @@ class FusedOptimizerAvailable(Rule):
                     message,
                     Fix("Add `fused=True`", {call: add_keyword(call, "fused", "True")}),
                 )
+
+    def _on_cpu(self, site: CallSite) -> bool:
+        """The parameters are a module's (`model.parameters()`) that never leaves the
+        CPU in this file: fused kernels would not be used, and CPU fused SGD is new."""
+        first = next((a.value for a in site.node.args if a.keyword is None), None)
+        if first is None:
+            first = next(
+                (a.value for a in site.node.args if a.keyword and a.keyword.value == "params"),
+                None,
+            )
+        if (
+            not isinstance(first, cst.Call)
+            or not isinstance(first.func, cst.Attribute)
+            or first.func.attr.value not in ("parameters", "named_parameters")
+        ):
+            return False
+        return Devices.of(self.facts).stays_on_cpu(first.func.value, site.scope)
 
     def _no_fix(self, name: str, keywords: dict[str, cst.BaseExpression]) -> str | None:
         if self.facts.calls_resolving_to(APEX_AMP):

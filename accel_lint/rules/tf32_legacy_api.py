@@ -49,6 +49,7 @@ class _Setting:
     legacy: str | None  # the legacy switch's qualified name, None for the new API
     owner: str | None  # the new API's owner module (`torch.backends.cudnn.conv`)
     line: cst.SimpleStatementLine | None
+    chosen: bool = False  # set only where a test finds the installed torch has it
 
 
 class Tf32LegacyApi(Rule):
@@ -85,10 +86,13 @@ class Tf32LegacyApi(Rule):
                 "fp32_precision",
             ):
                 continue
-            if self._tries or any(_version_test(g) for g in self.facts.guards):
-                continue  # one API chosen by what the installed torch offers
+            # one API chosen by what the installed torch offers: a legacy switch there is
+            # the fallback; a new one there still mixes with legacy ones set on every run
+            chosen = bool(self._tries) or any(_version_test(g) for g in self.facts.guards)
             scope = self.facts.scope
             if attr.attr.value == "allow_tf32":
+                if chosen:
+                    continue
                 names = qualified_names(attr, scope)
                 if names and LOCAL not in names and len(names) == 1:
                     (name,) = names
@@ -98,7 +102,7 @@ class Tf32LegacyApi(Rule):
                 owners = qualified_names(attr.value, scope)
                 if owners and owners <= FP32_PRECISION_OWNERS:
                     self._settings.append(
-                        _Setting(node, attr, scope, None, min(owners), self._line)
+                        _Setting(node, attr, scope, None, min(owners), self._line, chosen)
                     )
 
     def finish(self) -> None:
@@ -139,6 +143,11 @@ class Tf32LegacyApi(Rule):
     # -- the fix ---------------------------------------------------------------------------
 
     def _no_fix(self, setting: _Setting, new: list[_Setting], modern: bool) -> str | None:
+        if not modern and any(s.chosen for s in new):
+            return (
+                "the file sets `fp32_precision` only where torch has it; move the legacy "
+                "switches into the other branch of that test"
+            )
         if not modern:
             return "the target torch predates `fp32_precision` (2.9): remove the new API instead"
         others = [

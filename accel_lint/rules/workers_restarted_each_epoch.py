@@ -15,7 +15,6 @@ from accel_lint.names import qualified_names
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import RANDOM_FUNCTIONS
 
-_MAX_DEPTH = 3
 # `persistent_workers` exists since torch 1.7.
 _PERSISTENT_SINCE = (1, 7)
 _RANDOM_PREFIXES = ("random.", "numpy.random.", "torchvision.transforms.Random")
@@ -30,6 +29,7 @@ class WorkersRestartedEachEpoch(Rule):
 
     def setup(self) -> None:
         self._random_items = False
+        self._through_calls: dict[tuple[cst.FunctionDef, cst.Call], list[Loop]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         # global random numbers drawn while loading an item: the workers' generators
@@ -86,8 +86,8 @@ class WorkersRestartedEachEpoch(Rule):
     def _read_every_epoch(self, flow: LoaderFlow, site: CallSite) -> Read | None:
         """A read of the loader inside an epoch loop that does not also rebuild it."""
         for read in flow.reads_of(site.node):
-            for epoch in self._epoch_loops(flow, site.node, read.function, read.bodies, 0):
-                if not self._runs_inside(site, epoch, 0):
+            for epoch in self._epoch_loops(flow, site.node, read.function, read.bodies):
+                if not self._runs_inside(site, epoch):
                     return read
         return None
 
@@ -97,7 +97,6 @@ class WorkersRestartedEachEpoch(Rule):
         loader: cst.Call,
         function: cst.FunctionDef | None,
         bodies: tuple[Loop, ...],
-        depth: int,
     ) -> list[Loop]:
         """The innermost epoch loop around a place, looking through the file's calls of
         the function it is in: those that hand it this loader, or all of them when none
@@ -106,8 +105,20 @@ class WorkersRestartedEachEpoch(Rule):
         for loop in reversed(bodies):
             if loops.is_epoch_loop(loop):
                 return [loop]
-        if function is None or depth >= _MAX_DEPTH:
+        if function is None:
             return []
+        return self._callers_epoch_loops(flow, loader, function)
+
+    def _callers_epoch_loops(
+        self, flow: LoaderFlow, loader: cst.Call, function: cst.FunctionDef
+    ) -> list[Loop]:
+        """`_epoch_loops` through the calls of `function`, once per function and loader
+        for the file (a recursive call adds nothing)."""
+        key = (function, loader)
+        found = self._through_calls.get(key)
+        if found is not None:
+            return found
+        self._through_calls[key] = []
         callers = [site for site, _ in CallGraph.of(self.facts).invocations(function)]
         passing = [
             caller
@@ -116,21 +127,21 @@ class WorkersRestartedEachEpoch(Rule):
                 loader in flow.origins(arg.value, caller.scope).loaders for arg in caller.node.args
             )
         ]
-        found: list[Loop] = []
+        out: list[Loop] = []
         for caller in passing or callers:
-            found.extend(self._epoch_loops(flow, loader, caller.function, caller.bodies, depth + 1))
-        return found
+            for loop in self._epoch_loops(flow, loader, caller.function, caller.bodies):
+                if loop not in out:
+                    out.append(loop)
+        self._through_calls[key] = out
+        return out
 
-    def _runs_inside(self, site: CallSite, loop: Loop, depth: int) -> bool:
+    def _runs_inside(self, site: CallSite, loop: Loop) -> bool:
         """Does `site` run on each iteration of `loop` (a loader rebuilt every epoch)?"""
         if loop in site.bodies:
             return True
-        if site.function is None or site.bodies or depth >= _MAX_DEPTH:
+        if site.function is None or site.bodies:
             return False
-        return any(
-            self._runs_inside(caller, loop, depth + 1)
-            for caller, _ in CallGraph.of(self.facts).invocations(site.function)
-        )
+        return loop in CallGraph.of(self.facts).loops_around(site.function)
 
     def _report(
         self,

@@ -13,9 +13,10 @@ from accel_lint.edits import code_for
 from accel_lint.facts import CallSite
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.literals import string_value
+from accel_lint.facts.order import Orders
 from accel_lint.facts.syntax import argument_for, descendants, last_name
 from accel_lint.facts.wrappers import Wrap, Wrappers
-from accel_lint.names import BindingKind, Scope, resolves_to
+from accel_lint.names import Binding, BindingKind, Scope, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Invariant, Rule, Verification
 from accel_lint.torch_api import MODULE_WRAPPERS, TORCH_SAVE
 
@@ -63,7 +64,7 @@ class WrappedStateDictSaved(Rule):
         self, expr: cst.BaseExpression, scope: Scope, depth: int
     ) -> Iterator[tuple[cst.Call, Scope]]:
         """The `<m>.state_dict()` calls whose result `expr` is or holds: directly, inside
-        a dict or list display, through a name bound once to one, or through a
+        a dict or list display, through the bindings of a name that reach it, or through a
         parameter of a function of the file that its callers fill."""
         if depth > _MAX_DEPTH:
             return
@@ -83,10 +84,12 @@ class WrappedStateDictSaved(Rule):
             return
         if not isinstance(expr, cst.Name):
             return
-        bindings = scope.lookup(expr.value)
-        if not bindings or len(bindings) != 1:
-            return
-        binding = bindings[0]
+        # a name bound several times (a checkpoint loaded, then rebuilt as a dict
+        # for saving) is judged by the bindings that reach this read
+        for binding in Orders.of(self.facts).reaching(expr, scope) or ():
+            yield from self._bound(binding, expr.value, depth)
+
+    def _bound(self, binding: Binding, name: str, depth: int) -> Iterator[tuple[cst.Call, Scope]]:
         if binding.kind is BindingKind.IMPORT or binding.scope is None:
             return
         if isinstance(binding.node, cst.Param):
@@ -96,7 +99,7 @@ class WrappedStateDictSaved(Rule):
             positional = [*func.params.posonly_params, *func.params.params]
             index = next((i for i, p in enumerate(positional) if p is binding.node), None)
             for site, offset in self._calls.invocations(func):
-                value = argument_for(site.node, expr.value, index, offset)
+                value = argument_for(site.node, name, index, offset)
                 if value is not None:
                     yield from self._state_dicts(value, site.scope, depth + 1)
         elif binding.value is not None:

@@ -15,7 +15,8 @@ from dataclasses import replace
 import libcst as cst
 
 from accel_lint.edits import code_for
-from accel_lint.facts import FileFacts, int_value, string_value
+from accel_lint.facts import FileFacts, int_value
+from accel_lint.facts.syntax import is_main_test
 from accel_lint.layout import fits, split_call
 from accel_lint.names import BindingKind, Scope, dotted_name, resolves_to
 from accel_lint.rules.data_parallel.plan import Plan, merge
@@ -345,7 +346,9 @@ def _anchor_block(statement: cst.BaseStatement, tree: Tree) -> tuple[Block, tupl
         assert owner is not None
         branch: cst.CSTNode = owner
         if isinstance(owner, cst.FunctionDef) or (
-            isinstance(owner, cst.If) and _is_main_guard(owner) and tree.block(owner) is tree.module
+            isinstance(owner, cst.If)
+            and is_main_test(owner.test)
+            and tree.block(owner) is tree.module
         ):
             return block, tuple(guards)
         outer = tree.parent(owner)
@@ -427,20 +430,6 @@ def _first_use(
             if isinstance(inner, cst.Call) and local_function(inner.func, scope, facts):
                 return inner
     return None
-
-
-def _is_main_guard(node: cst.If) -> bool:
-    test = node.test
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-        return False
-    sides = (test.left, test.comparisons[0].comparator)
-    names = {s.value for s in sides if isinstance(s, cst.Name)}
-    strings = {string_value(s) for s in sides}
-    return (
-        isinstance(test.comparisons[0].operator, cst.Equal)
-        and names == {"__name__"}
-        and "__main__" in strings
-    )
 
 
 def _model_built_here(wrap: Wrap, scope: Scope) -> None:

@@ -34,6 +34,7 @@ class Script:
         self.record = record
         self.calls = CallGraph.of(facts)
         self.sites: dict[cst.Call, CallSite] = {site.node: site for site in facts.calls}
+        self._uses: dict[str, dict[int, list[cst.BaseExpression]]] = {}
 
     def handle(
         self, target: cst.BaseExpression, scope: Scope, class_def: cst.ClassDef | None
@@ -53,10 +54,20 @@ class Script:
                 if cls is handle.owner:
                     yield node
             return
-        for name, scope in self.record.names.get(handle.name, ()):
-            bindings = scope.lookup(handle.name)
-            if bindings and bindings[0].scope is handle.owner:
-                yield name
+        yield from self._variable_uses(handle.name).get(id(handle.owner), ())
+
+    def _variable_uses(self, name: str) -> dict[int, list[cst.BaseExpression]]:
+        """The reads of every variable spelled `name`, by the scope that owns it: grouped
+        once, so that following many variables of one name costs their reads, not the
+        reads of all of them each time."""
+        found = self._uses.get(name)
+        if found is None:
+            found = self._uses[name] = {}
+            for node, scope in self.record.names.get(name, ()):
+                bindings = scope.lookup(name)
+                if bindings and bindings[0].scope is not None:
+                    found.setdefault(id(bindings[0].scope), []).append(node)
+        return found
 
     def values_of(self, handle: Handle) -> list[cst.BaseExpression]:
         if isinstance(handle.owner, cst.ClassDef):
