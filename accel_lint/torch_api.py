@@ -394,6 +394,10 @@ DEVICE_SYNCHRONIZE = frozenset(
 )
 # Tensor methods that copy to the host and wait for the device.
 HOST_SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+# torch functions whose result an `if` turns into a Python bool (a wait for the device)
+TENSOR_TESTS = frozenset(
+    f"torch.{n}" for n in ("isfinite", "isnan", "isinf", "any", "all", "equal", "allclose")
+)
 
 # -- mixed precision ------------------------------------------------------------------
 
