@@ -77,9 +77,8 @@ class StepSyncEveryIteration(Rule):
         for test, where in self._tests:
             tensor = self._tensor_test(test, where)
             if tensor is not None:
-                found.append(
-                    (test, f"`if` on the tensor `{tensor}` copies its truth value to the host", where)
-                )
+                what = f"`if` on the tensor `{tensor}` copies its truth value to the host"
+                found.append((test, what, where))
         ranks = RankAnalysis.of(self.facts)
         for node, what, site in found:
 
