@@ -1,3 +1,4 @@
+# target-torch: 2.9
 # ACL313: the generic fp32_precision switches (backend-wide, cuDNN's convolutions and
 # recurrent layers) mixed with the legacy ones in one file.
 import torch

@@ -1,3 +1,4 @@
+# target-torch: 2.9
 # ACL313: cuDNN's recurrent-layer switch set with the new API, its convolutions with the
 # legacy one: the fix moves the legacy one to the new API too.
 import torch
