@@ -42,6 +42,7 @@ _FLOAT_BY_DEFAULT = frozenset(
 )
 _ZERO_ONE = frozenset(f"torch.{n}" for n in ("zeros", "ones", "empty", "eye"))
 _FLOAT32 = "torch.float32"
+_INT64 = "torch.int64"
 _BLOCKERS = {
     "out": "`out=` writes into an existing tensor",
     "requires_grad": (
@@ -83,8 +84,11 @@ class TensorCreatedThenCast(Rule):
         if target is None:
             return
         dtype_expr, dtype, needed = target
-        if dtype == _FLOAT32 and qualified in _FLOAT_BY_DEFAULT and not self._sets_default_dtype():
-            return  # already float32: the cast returns the tensor itself
+        if dtype is None:
+            return  # `.to(x.dtype)`: may be the dtype the tensor already has
+        built = self._built_dtype(creator, qualified, scope)
+        if built is None or built == dtype:
+            return  # the dtype it already has, as far as the file shows: no copy to save
         short = qualified.rsplit(".", 1)[1]
         message = (
             f"`torch.{short}(...)` builds the tensor in its default dtype, then "
@@ -126,6 +130,61 @@ class TensorCreatedThenCast(Rule):
         if isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "dtype":
             return arg.value, None, None  # `.to(x.dtype)`: a dtype, unknown here
         return None
+
+    def _built_dtype(self, creator: cst.Call, qualified: str, scope: Scope) -> str | None:
+        """The dtype the creator builds without `dtype=`, or None when the file does not
+        show it (data of unknown type, a changed default dtype)."""
+        positional = [a.value for a in creator.args if a.keyword is None]
+        floating = None if self._sets_default_dtype() else _FLOAT32
+        if qualified in _FLOAT_BY_DEFAULT:
+            return floating
+        if qualified == "torch.arange":
+            values = [*positional, *(a.value for a in creator.args if a.keyword is not None)]
+            numbers = [v for v in values if not isinstance(v, cst.Name) or v.value != "None"]
+            return floating if any(_has_float(v) for v in numbers) else _INT64
+        if qualified == "torch.full":
+            fill = _keyword(creator, "fill_value") or (
+                positional[1] if len(positional) > 1 else None
+            )
+            if fill is None:
+                return None
+            if _boolean(fill):
+                return "torch.bool"
+            if _integer(fill):
+                return _INT64
+            return floating if isinstance(_unsigned(fill), cst.Float) else None
+        if qualified == "torch.tensor":
+            data = positional[0] if positional else _keyword(creator, "data")
+            if data is None:
+                return None
+            if _integer_display(data):
+                return _INT64 if not _boolean_display(data) else "torch.bool"
+            if _float_display(data):
+                return floating
+            if self._numpy_value(data, scope, 0):
+                return "numpy"  # its own dtype, kept: any cast copies
+        return None
+
+    def _numpy_value(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> bool:
+        """`expr` is a numpy array the file built: a numpy call (also subscripted:
+        `np.load(path)["mu"]`), or a name bound only to one."""
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self._numpy_value(expr.value, scope, depth + 1)
+        if isinstance(expr, cst.Call):
+            names = qualified_names(expr.func, scope)
+            return bool(names) and all(n.startswith("numpy.") for n in names)
+        if isinstance(expr, cst.Name):
+            bindings = scope.lookup(expr.value) or []
+            return bool(bindings) and all(
+                b.value is not None
+                and b.scope is not None
+                and isinstance(b.node, (cst.Assign, cst.AnnAssign))
+                and self._numpy_value(b.value, b.scope, depth + 1)
+                for b in bindings
+            )
+        return False
 
     def _sets_default_dtype(self) -> bool:
         if self._default_dtype_set is None:
@@ -189,6 +248,46 @@ def _integer(expr: cst.BaseExpression) -> bool:
 
 def _boolean(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value in ("True", "False")
+
+
+def _unsigned(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return expr.expression
+    return expr
+
+
+def _has_float(expr: cst.BaseExpression) -> bool:
+    """A float literal anywhere in `expr` (`0.5`, `n * 1.0`)."""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Float):
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _boolean_display(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return all(isinstance(e, cst.Element) and _boolean_display(e.value) for e in expr.elements)
+    return _boolean(expr)
+
+
+def _float_display(expr: cst.BaseExpression) -> bool:
+    """A display of numbers with at least one float literal (torch builds float32)."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return (
+            bool(expr.elements)
+            and all(isinstance(e, cst.Element) and _number_display(e.value) for e in expr.elements)
+            and _has_float(expr)
+        )
+    return isinstance(_unsigned(expr), cst.Float)
+
+
+def _number_display(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return all(isinstance(e, cst.Element) and _number_display(e.value) for e in expr.elements)
+    return isinstance(_unsigned(expr), (cst.Integer, cst.Float))
 
 
 def _integer_display(expr: cst.BaseExpression) -> bool:
