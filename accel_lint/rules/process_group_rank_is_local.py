@@ -18,7 +18,7 @@ from accel_lint.edits import code_for
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.literals import string_value
 from accel_lint.facts.ranks import LOCAL_RANK, RankAnalysis, env_key
-from accel_lint.facts.syntax import argument_for
+from accel_lint.facts.syntax import argument_for, descendants
 from accel_lint.names import BindingKind, Scope, resolves_to
 from accel_lint.rule import FixSafety, Rule
 from accel_lint.torch_api import CUDA_DEVICE_COUNT, INIT_PROCESS_GROUP
@@ -32,6 +32,7 @@ _LOCAL_OPTIONS = frozenset({"local_rank", "gpu", "local_process_rank"})
 _WORLD_SIZE_POSITION = 3
 _RANK_POSITION = 4
 _THIS_MACHINE = ("localhost", "127.0.0.1")
+_SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
 
 
 class ProcessGroupRankIsLocal(Rule):
@@ -60,6 +61,8 @@ class ProcessGroupRankIsLocal(Rule):
             address = string_value(init) if init is not None else None
             if address is not None and any(m in address for m in _THIS_MACHINE):
                 continue
+            if self._local_master():
+                continue  # `os.environ["MASTER_ADDR"] = "localhost"`: one machine
             text = code_for(rank)
             self.report(
                 rank,
@@ -68,6 +71,21 @@ class ProcessGroupRankIsLocal(Rule):
                 "for the missing ones; pass the global rank (`int(os.environ['RANK'])` under "
                 "torchrun, or node rank * processes per node + local rank)",
             )
+
+    def _local_master(self) -> bool:
+        """The file points the rendezvous at this machine: `os.environ["MASTER_ADDR"] =
+        "localhost"` (or 127.0.0.1)."""
+        for statement in descendants(self.facts.module):
+            if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+                continue
+            target = statement.targets[0].target
+            value = string_value(statement.value)
+            if value not in _THIS_MACHINE or not isinstance(target, cst.Subscript):
+                continue
+            index = target.slice[0].slice if len(target.slice) == 1 else None
+            if isinstance(index, cst.Index) and string_value(index.value) == "MASTER_ADDR":
+                return True
+        return False
 
     def _local(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> bool:
         """`expr` holds the local rank on every path the file shows."""
@@ -131,6 +149,27 @@ class ProcessGroupRankIsLocal(Rule):
             return False
         return all(self._local(a.value, a.scope, depth + 1) for a in assignments)
 
+    def _spawn_arguments(
+        self, func: cst.FunctionDef, index: int | None
+    ) -> list[tuple[cst.BaseExpression, Scope]]:
+        """What `mp.spawn(func, args=(a, b), ...)` passes for the parameter at `index`:
+        the process index comes first, then the `args` tuple."""
+        out: list[tuple[cst.BaseExpression, Scope]] = []
+        if index is None or index == 0:
+            return out
+        for site in self.facts.calls_resolving_to(_SPAWN):
+            call = site.node
+            target = call.args[0].value if call.args and call.args[0].keyword is None else None
+            if not isinstance(target, cst.Name):
+                continue
+            bindings = site.scope.lookup(target.value) or []
+            if not any(b.node is func for b in bindings):
+                continue
+            args = argument_for(call, "args", 1, 0)
+            if isinstance(args, cst.Tuple) and index - 1 < len(args.elements):
+                out.append((args.elements[index - 1].value, site.scope))
+        return out
+
     def _one_node(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> bool:
         """`world_size` counts the processes of one machine: the GPUs it has, the length
         of a list of devices, or a number written in the file."""
@@ -160,7 +199,10 @@ class ProcessGroupRankIsLocal(Rule):
                 positional = [*func.params.posonly_params, *func.params.params]
                 index = next((i for i, p in enumerate(positional) if p is node), None)
                 sites = self._calls.invocations(func)
-                if not sites:
+                spawned = self._spawn_arguments(func, index)
+                if not sites and not spawned:
+                    return False
+                if not all(self._one_node(v, at, depth + 1) for v, at in spawned):
                     return False
                 for site, offset in sites:
                     value = argument_for(site.node, node.name.value, index, offset)

@@ -64,3 +64,4 @@ def main():
 
 def spawned_single_node(index, world_size):
     dist.init_process_group("nccl", rank=index, world_size=torch.cuda.device_count())
+
