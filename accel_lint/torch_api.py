@@ -26,6 +26,12 @@ BATCH_SAMPLER = frozenset(
 TENSOR_DATASET = frozenset(
     {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 )
+DATASET_BASE = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
+# numpy functions that build an array in memory (`np.load` without `mmap_mode`)
+NUMPY_ARRAYS = frozenset(
+    f"numpy.{n}"
+    for n in ("array", "asarray", "load", "zeros", "ones", "stack", "concatenate", "arange")
+) | frozenset({"numpy.random.rand", "numpy.random.randn"})
 SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
 # Functions that return a tensor built in memory (a DataLoader over one indexes it).
 TENSOR_CREATORS = frozenset(
@@ -180,6 +186,7 @@ DISTRIBUTED_LAUNCH = "torch.distributed.launch"
 DISTRIBUTED_RUN = "torch.distributed.run"
 GET_RANK = "torch.distributed.get_rank"
 IS_INITIALIZED = "torch.distributed.is_initialized"
+BARRIER = frozenset({"torch.distributed.barrier", "torch.distributed.distributed_c10d.barrier"})
 # Calls that run a function once per process: its body is every rank's code.
 PROCESS_LAUNCHERS = frozenset(
     {
@@ -387,6 +394,10 @@ DEVICE_SYNCHRONIZE = frozenset(
 )
 # Tensor methods that copy to the host and wait for the device.
 HOST_SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+# torch functions whose result an `if` turns into a Python bool (a wait for the device)
+TENSOR_TESTS = frozenset(
+    f"torch.{n}" for n in ("isfinite", "isnan", "isinf", "any", "all", "equal", "allclose")
+)
 
 # -- mixed precision ------------------------------------------------------------------
 
@@ -453,6 +464,30 @@ DTYPE_NAMES = {
     "torch.float": "float32",
     "torch.float64": "float64",
     "torch.double": "float64",
+}
+
+# The dtypes a tensor method casts to (`.half()`), and every spelling of each dtype
+# a `.to(<dtype>)` or `dtype=` may name (ACL212).
+CAST_METHODS = {
+    "float": "torch.float32",
+    "half": "torch.float16",
+    "double": "torch.float64",
+    "bfloat16": "torch.bfloat16",
+    "long": "torch.int64",
+    "int": "torch.int32",
+    "short": "torch.int16",
+    "bool": "torch.bool",
+}
+DTYPES = {
+    **{name: name for name in ("torch.float16", "torch.bfloat16", "torch.float32")},
+    **{name: name for name in ("torch.float64", "torch.int64", "torch.int32")},
+    **{name: name for name in ("torch.int16", "torch.int8", "torch.uint8", "torch.bool")},
+    "torch.half": "torch.float16",
+    "torch.float": "torch.float32",
+    "torch.double": "torch.float64",
+    "torch.long": "torch.int64",
+    "torch.int": "torch.int32",
+    "torch.short": "torch.int16",
 }
 
 CLIP_GRAD = _spellings(

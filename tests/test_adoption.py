@@ -95,7 +95,11 @@ def test_unused_noqa_fix(tmp_path: Path) -> None:
         "# noqa: ACL999\n"
         "z = 3\n"
     )
+    # off by default (like ruff's RUF100): the default run leaves the comments alone
     ran = cli("check", "--fix", "--no-cache", "a.py", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "# noqa: ACL999" in (tmp_path / "a.py").read_text()
+    ran = cli("check", "--fix", "--extend-select", "ACL001", "--no-cache", "a.py", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert "Fixed 3 findings in 1 file." in ran.stderr
     assert (tmp_path / "a.py").read_text() == "x = 1\ny = 2  # type: ignore  # noqa: E501\nz = 3\n"

@@ -236,6 +236,15 @@ class RankAnalysis:
             return None
         return GLOBAL if GLOBAL in kinds else LOCAL_RANK
 
+    def is_spawn_index(self, param: cst.Param, scope: Scope) -> bool:
+        """`param` is the process index `mp.spawn(f, ...)` passes first to `f`: the
+        local rank of the process on its node."""
+        func = scope.node
+        if not isinstance(func, cst.FunctionDef) or func not in self._spawned():
+            return False
+        positional = [*func.params.posonly_params, *func.params.params]
+        return bool(positional) and positional[0] is param
+
     def _spawned(self) -> set[cst.FunctionDef]:
         """Functions started once per process by `mp.spawn(f, ...)`: `f(i, *args)`."""
         if self._spawn_targets is None:

@@ -99,6 +99,12 @@ TORCH_COMPILE: Need = (
 )
 # a call's result moved: `torch.zeros(...).cuda()`, `torch.tensor(...)\n    .to(device)`
 MOVED_RESULT: Need = (re.compile(rb"\)(?:[\s\\]|#[^\n]*\n)*\.\s*(?:cuda|to)\s*\("),)
+# a call's result cast: `torch.zeros(3).half()`, `torch.arange(n)\n    .to(torch.float16)`
+CAST_RESULT: Need = (
+    re.compile(
+        rb"\)(?:[\s\\]|#[^\n]*\n)*\.\s*(?:float|half|double|long|int|short|bool|bfloat16|to)\s*\("
+    ),
+)
 # what an evaluation loop iterates (`facts.evaluation`'s data names, `DataLoader`)
 DATA: Need = (
     re.compile(rb"(?i:loader|data_?set|batches|data_?iter|data_source)"),
@@ -111,17 +117,26 @@ AUTOGRAD: Need = (b"autograd",)  # every debugging aid ACL303 knows is in torch.
 BACKWARD = frozenset({"backward", "manual_backward"})
 
 RULES: tuple[RuleEntry, ...] = (
-    # a noqa comment naming one of our codes (one naming only E501 costs no parse)
+    # a noqa comment naming one of our codes (one naming only E501 costs no parse); off
+    # by default, as ruff's RUF100: a later version's refinement of a rule must not fail
+    # a user's CI through a suppression comment
     RuleEntry(
         "ACL001",
         "unused_noqa.UnusedNoqa",
         (b"noqa: ACL", b"noqa:ACL", b"NOQA: ACL", b"NOQA:ACL", b" ACL", b",ACL", b"noqa: acl"),
+        default_enabled=False,
     ),
     RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER),
     RuleEntry("ACL102", "dataloader_unpinned_memory.DataloaderUnpinnedMemory", LOADER),
     RuleEntry("ACL103", "blocking_host_to_device_copy.BlockingHostToDeviceCopy", LOADER),
     RuleEntry("ACL104", "workers_restarted_each_epoch.WorkersRestartedEachEpoch", LOADER),
     RuleEntry("ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER),
+    RuleEntry(
+        "ACL106",
+        "workers_on_in_memory_data.WorkersOnInMemoryData",
+        LOADER,
+        requires=((b"num_workers",),),
+    ),
     RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
     RuleEntry(
         "ACL202",
@@ -180,6 +195,29 @@ RULES: tuple[RuleEntry, ...] = (
         (b"Linear", b"Embedding"),
         default_enabled=False,
         requires=(CUDA, AUTOCAST),
+    ),
+    RuleEntry(
+        "ACL210",
+        "compiled_state_dict_saved.CompiledStateDictSaved",
+        COMPILE,
+        requires=(COMPILE_CALL, TORCH_COMPILE, (b"state_dict",)),
+        calls=(frozenset({"compile"}), frozenset({"save"})),
+    ),
+    RuleEntry(
+        "ACL212",
+        "tensor_created_then_cast.TensorCreatedThenCast",
+        (
+            b".float",
+            b".half",
+            b".double",
+            b".long",
+            b".int",
+            b".bool",
+            b".bfloat16",
+            b".short",
+            b".to",
+        ),
+        requires=(CAST_RESULT,),
     ),
     RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
@@ -277,6 +315,16 @@ RULES: tuple[RuleEntry, ...] = (
     RuleEntry("ACL410", "apex_ddp.ApexDdp", (b"apex",)),
     RuleEntry("ACL411", "wrapped_state_dict_saved.WrappedStateDictSaved", DATA_PARALLEL),
     RuleEntry("ACL412", "load_without_map_location.LoadWithoutMapLocation", DISTRIBUTED),
+    RuleEntry(
+        "ACL413",
+        "barrier_every_step.BarrierEveryStep",
+        (b"barrier",),
+        requires=(TRAINS,),
+        calls=(BACKWARD, frozenset({"barrier"})),
+    ),
+    RuleEntry(
+        "ACL414", "process_group_rank_is_local.ProcessGroupRankIsLocal", (b"init_process_group",)
+    ),
 )
 
 BY_CODE: dict[str, RuleEntry] = {entry.code: entry for entry in RULES}

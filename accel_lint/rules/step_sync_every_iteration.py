@@ -1,28 +1,34 @@
 """ACL308 step-sync-every-iteration: a call that makes the host wait for the device on
 every training step (`.item()`, `.cpu()`, `.tolist()`, `print(loss)`,
-`torch.cuda.synchronize()`). Page: rules/ACL308.md
+`torch.cuda.synchronize()`), or an `if` whose test is a tensor (`if not
+torch.isfinite(loss):`, `if loss > best:`). Page: rules/ACL308.md
 
 Off by default: logging the loss every step is common and often wanted. "Every
 training step" as for ACL315 (`Loops.every_step`, machine tests not counting as
-conditions). A chain reports its first synchronizing call only
-(`loss.detach().cpu().numpy()` waits once, at `.cpu()`), and numpy values (`.item()`
-of a numpy result) do not synchronize anything.
+conditions); a test that lets one rank through (`if rank == 0:`) is not a condition
+either: that rank still waits on every step, and the others wait for it at the next
+collective. A chain reports its first synchronizing call only
+(`loss.detach().cpu().numpy()` waits once, at `.cpu()`), `.numpy()` alone is no
+synchronization (it raises on a device tensor), and numpy values (`.item()` of a
+numpy result) do not synchronize anything.
 """
 
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import libcst as cst
 
 from accel_lint.edits import code_for
 from accel_lint.facts.autograd import Autograd
-from accel_lint.facts.file import CallSite
+from accel_lint.facts.file import CallSite, Guard
 from accel_lint.facts.loops import Loops, machine_test
+from accel_lint.facts.ranks import RankAnalysis, Verdict
 from accel_lint.facts.syntax import last_name
 from accel_lint.names import LOCAL, qualified_names, resolves_to
 from accel_lint.rule import FixSafety, Rule
-from accel_lint.torch_api import DEVICE_SYNCHRONIZE, HOST_SYNC_METHODS
+from accel_lint.torch_api import DEVICE_SYNCHRONIZE, HOST_SYNC_METHODS, TENSOR_TESTS
 
 _CANDIDATES = HOST_SYNC_METHODS | {"synchronize", "print"}
 # How a file puts work on an accelerator, or receives a device to put it on.
@@ -41,18 +47,52 @@ class StepSyncEveryIteration(Rule):
 
     def setup(self) -> None:
         self._device: bool | None = None
+        # `if` tests, with where they run (the test runs outside its own branch)
+        self._tests: list[tuple[cst.BaseExpression, CallSite]] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        facts = self.facts
+        where = CallSite(
+            cast(cst.Call, node.test),  # only its identity is read
+            facts.scope,
+            tuple(facts.guards),
+            tuple(facts.loops),
+            facts.function,
+            tuple(facts.bodies),
+            tuple(facts.withs),
+        )
+        self._tests.append((node.test, where))
 
     def finish(self) -> None:
         loops = Loops.of(self.facts)
         if not Autograd.of(self.facts).may_use_torch or not loops.training_loops():
             return
+        found: list[tuple[cst.CSTNode, str, CallSite]] = []
         for site in self.facts.calls:
             if last_name(site.node.func) not in _CANDIDATES:
                 continue
             what = self._synchronizes(site)
-            if what is None:
-                continue
-            loop = loops.every_step(site, ignoring=machine_test)
+            if what is not None:
+                found.append((site.node, what, site))
+        for test, where in self._tests:
+            tensor = self._tensor_test(test, where)
+            if tensor is not None:
+                what = f"`if` on the tensor `{tensor}` copies its truth value to the host"
+                found.append((test, what, where))
+        ranks = RankAnalysis.of(self.facts)
+        for node, what, site in found:
+
+            def same_every_step(guard: Guard, site: CallSite = site) -> bool:
+                # a machine test, one that lets one rank through (that rank waits), or a
+                # NaN check that skips a diverged step (`if not torch.isfinite(loss):
+                # continue`)
+                return (
+                    machine_test(guard)
+                    or ranks.one_process(guard[0], site.scope, guard[1]) is Verdict.YES
+                    or _nan_check(guard[0], site)
+                )
+
+            loop = loops.every_step(site, ignoring=same_every_step)
             if loop is None or not loops.trains_every_iteration(loop):
                 continue
             if _timing(site.function) or _timing(loops.site(loop).function):
@@ -60,11 +100,43 @@ class StepSyncEveryIteration(Rule):
             if not self._has_device():
                 return  # nothing is put on an accelerator: there is no device to wait for
             self.report(
-                site.node,
+                node,
                 f"{what} on every training step: the host waits for the device to finish "
                 "the step before it can queue the next one; do it every N steps, or keep "
                 "the value on the device",
             )
+
+    def _tensor_test(self, test: cst.BaseExpression, where: CallSite) -> str | None:
+        """The tensor an `if` test turns into a Python bool (which waits for the device):
+        `torch.isfinite(loss)`, `loss.isnan().any()`, `loss > best` on a backpropagated
+        loss; None when the test is not certainly a tensor."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._tensor_test(test.expression, where)
+        if isinstance(test, cst.BooleanOperation):
+            return self._tensor_test(test.left, where) or self._tensor_test(test.right, where)
+        losses = {
+            b.expr.value
+            for b in Autograd.of(self.facts).backwards_in(where.function)
+            if isinstance(b.expr, cst.Name)
+        }
+        if isinstance(test, cst.Call):
+            func = test.func
+            if resolves_to(func, where.scope, TENSOR_TESTS):
+                return code_for(test)
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in ("any", "all", "isnan", "isinf", "isfinite")
+                and not test.args
+                and _root_name(func.value) in losses
+            ):
+                return code_for(test)
+            return None
+        if isinstance(test, cst.Comparison):
+            sides = [test.left, *(c.comparator for c in test.comparisons)]
+            for side in sides:
+                if isinstance(side, cst.Name) and side.value in losses:
+                    return side.value
+        return None
 
     def _has_device(self) -> bool:
         if self._device is None:  # the file's text, generated once, for a candidate only
@@ -162,6 +234,34 @@ class StepSyncEveryIteration(Rule):
                 if isinstance(value, cst.Name) and value.value in losses:
                     return value.value
         return None
+
+
+_NAN_TESTS = ("isfinite", "isnan", "isinf")
+
+
+def _nan_check(test: cst.BaseExpression, site: CallSite) -> bool:
+    """`torch.isfinite(loss)`, `not torch.isnan(loss).any()`, `loss.isnan().any()`."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    while (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Attribute)
+        and test.func.attr.value in ("any", "all")
+    ):
+        test = test.func.value
+    if not isinstance(test, cst.Call):
+        return False
+    func = test.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _NAN_TESTS and not test.args:
+        return True
+    return resolves_to(func, site.scope, frozenset(f"torch.{n}" for n in _NAN_TESTS))
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """`loss` for `loss.isnan()`, `loss.detach()`: the name a chain of methods starts at."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        expr = expr.func.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _not_tensor(names: frozenset[str]) -> bool:

@@ -37,7 +37,9 @@ class Models:
         module_class = self.torch.nn.Module
         with warnings.catch_warnings():  # isinstance() on deprecated torch objects warns
             warnings.simplefilter("ignore")
-            modules = [o for o in gc.get_objects() if isinstance(o, module_class)]
+            # `type()`, not `isinstance()`: a dead weak proxy among the objects (dynamo keeps
+            # some) raises ReferenceError on `isinstance`
+            modules = [o for o in gc.get_objects() if issubclass(type(o), module_class)]
         children = {id(c) for m in modules for c in m._modules.values() if c is not None}
         position = {id(p): i for i, p in enumerate(params or [])}
         ranked: list[tuple[int, Any]] = []

@@ -352,7 +352,9 @@ class Observer:
         if self.cuda and not self.flag("cudnn.benchmark") and not deliberate:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                convs = any(isinstance(o, torch.nn.modules.conv._ConvNd) for o in gc.get_objects())
+                convs = any(
+                    issubclass(type(o), torch.nn.modules.conv._ConvNd) for o in gc.get_objects()
+                )
             if convs:
                 self.note(
                     "cudnn-autotuner-off",

@@ -288,7 +288,7 @@ class Runner:
         if iterator is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                live = [o for o in gc.get_objects() if isinstance(o, iterator)]
+                live = [o for o in gc.get_objects() if issubclass(type(o), iterator)]
             for loader_iterator in live:
                 loader_iterator._shutdown_workers()
         import multiprocessing.process

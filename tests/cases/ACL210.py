@@ -1,0 +1,55 @@
+# ACL210: the state_dict() of a compiled model saved: every key has `_orig_mod.`.
+import argparse
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_and_save(model, loader, path):
+    model = torch.compile(model)
+    optimizer = torch.optim.AdamW(model.parameters())
+    for x, y in loader:
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    torch.save(model.state_dict(), path)  # ACL403 ACL210
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)  # ACL403 ACL210
+
+
+def flagged(args, model, path):
+    if args.compile:
+        model = torch.compile(model, mode="max-autotune")
+    state = model.state_dict()  # ACL210
+    torch.save(state, path)  # ACL403
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = torch.compile(model)
+
+    def save(self, path):
+        torch.save([self.model.state_dict()], path)  # ACL403 ACL210
+
+
+def wrapped(model, rank, path):
+    ddp = DDP(torch.compile(model), device_ids=[rank])
+    torch.save(ddp.module.state_dict(), path)  # ACL403 ACL210
+
+
+# Not flagged: already unwrapped, compiled in place (`nn.Module.compile` keeps the
+# keys), or never compiled.
+def fine(model, other, path):
+    compiled = torch.compile(model)
+    torch.save(compiled._orig_mod.state_dict(), path)  # ACL403
+    torch.save(getattr(compiled, "_orig_mod", compiled).state_dict(), path)  # ACL403
+    other.compile()
+    torch.save(other.state_dict(), path)  # ACL403
+    torch.save(model.state_dict(), path)  # ACL403
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--compile", action="store_true")
+    args = parser.parse_args()
+    flagged(args, nn.Linear(3, 1), "m.pt")
