@@ -108,8 +108,9 @@ _EXIT_CALLS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit
 class FileFacts:
     """Facts about one file. Context attributes are valid during the walk only."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, text: str | None = None) -> None:
         self.module = module
+        self._text = text  # what `module` was parsed from, when the caller has it
         self.module_scope = Scope("module", module, None)
         # walk context
         self.scope = self.module_scope
@@ -160,6 +161,14 @@ class FileFacts:
         if found is None:
             found = self._shared[build] = build(self)
         return found
+
+    @property
+    def text(self) -> str:
+        """The file's text. `module.code` is the same text but generates it again from
+        the whole tree (it costs about as much as the parse): ask this instead."""
+        if self._text is None:
+            self._text = self.module.code
+        return self._text
 
     def shared_values(self) -> list[object]:
         """The analyses built so far by `shared` (to release them with the file)."""
