@@ -109,7 +109,7 @@ def analyze(
     analysis = Analysis(path, source, module, note=parsed.note, reparser=reparser, tree=parsed.tree)
     if not rules:
         return analysis
-    facts = FileFacts(module)
+    facts = FileFacts(module, source.text)
     instances = [
         rule(RuleContext(module, facts, settings.target_torch, settings.options_for(rule), path))
         for rule in rules

@@ -109,8 +109,9 @@ _EXIT_CALLS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit
 class FileFacts:
     """Facts about one file. Context attributes are valid during the walk only."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, text: str | None = None) -> None:
         self.module = module
+        self._text = text  # what `module` was parsed from, when the caller has it
         self.module_scope = Scope("module", module, None)
         # walk context
         self.scope = self.module_scope
@@ -151,17 +152,8 @@ class FileFacts:
         self._shared: dict[Callable[[FileFacts], Any], Any] = {}
         self._resolved: dict[frozenset[str], list[CallSite]] = {}
         self._callees: list[frozenset[str]] = []  # of `calls`, in order
-        self._source: str | None = None
 
     # -- queries ------------------------------------------------------------
-
-    @property
-    def source(self) -> str:
-        """The module's code, generated once for every rule that reads it (generating
-        it again for each finding costs the whole file each time)."""
-        if self._source is None:
-            self._source = self.module.code
-        return self._source
 
     def shared(self, build: Callable[[FileFacts], T]) -> T:
         """The one instance of an analysis built on these facts (by its builder):
@@ -170,6 +162,14 @@ class FileFacts:
         if found is None:
             found = self._shared[build] = build(self)
         return found
+
+    @property
+    def text(self) -> str:
+        """The file's text. `module.code` is the same text but generates it again from
+        the whole tree (it costs about as much as the parse): ask this instead."""
+        if self._text is None:
+            self._text = self.module.code
+        return self._text
 
     def shared_values(self) -> list[object]:
         """The analyses built so far by `shared` (to release them with the file)."""

@@ -238,7 +238,7 @@ class AccumulationWithoutNoSync(Rule):
         header = f"{nullcontext}() if {test} else {model}.no_sync()"
         module = self.ctx.module
         depth = _depth_of(self.facts, region[0])
-        if fits(f"with {header}:", depth, module, width_for(self.facts.source)):
+        if fits(f"with {header}:", depth, module, width_for(self.facts.text)):
             text = f"with {header}:\n    pass\n"
         else:  # black's layout of a long context expression
             lines = [f"{nullcontext}()", f"if {test}", f"else {model}.no_sync()"]

@@ -140,7 +140,7 @@ class StepSyncEveryIteration(Rule):
 
     def _has_device(self) -> bool:
         if self._device is None:  # the file's text, generated once, for a candidate only
-            self._device = _DEVICE_WORDS.search(self.facts.source) is not None
+            self._device = _DEVICE_WORDS.search(self.facts.text) is not None
         return self._device
 
     def _synchronizes(self, site: CallSite) -> str | None:
