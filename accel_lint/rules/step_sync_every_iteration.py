@@ -41,6 +41,7 @@ class StepSyncEveryIteration(Rule):
 
     def setup(self) -> None:
         self._device: bool | None = None
+        self._following: set[int] = set()  # receivers being followed (a cycle stops)
 
     def finish(self) -> None:
         loops = Loops.of(self.facts)
@@ -92,7 +93,17 @@ class StepSyncEveryIteration(Rule):
 
     def _tensor_receiver(self, receiver: cst.BaseExpression, site: CallSite) -> bool:
         """The receiver may be a tensor on the device: no synchronizing call earlier in
-        the chain, not a numpy or Python value, not a module."""
+        the chain, not a numpy or Python value, not a module. A name whose value is
+        built from itself (`loss = loss.mean()`) may be one."""
+        if id(receiver) in self._following:
+            return True
+        self._following.add(id(receiver))
+        try:
+            return self._tensor_chain(receiver, site)
+        finally:
+            self._following.discard(id(receiver))
+
+    def _tensor_chain(self, receiver: cst.BaseExpression, site: CallSite) -> bool:
         expr = receiver
         while True:
             if isinstance(expr, cst.Call):
