@@ -27,6 +27,7 @@ from accel_lint.facts.file import FileFacts
 from accel_lint.facts.literals import device_template, string_value
 from accel_lint.facts.order import Orders
 from accel_lint.facts.syntax import argument_for, returns
+from accel_lint.facts.tree import Tree
 from accel_lint.names import LOCAL, BindingKind, Scope, qualified_names, resolves_to
 from accel_lint.torch_api import ACCELERATOR_DEVICES, ACCELERATOR_TYPES, TORCH_DEVICE
 
@@ -125,30 +126,33 @@ class Devices:
                 return False
             if binding.value is None or self._may_move(binding.value, owner):
                 return False
-        for site in self.facts.calls:
-            call = site.node
-            func = call.func
-            mentions = any(
-                isinstance(arg.value, cst.Name) and arg.value.value == module.value
-                for arg in call.args
-            )
-            on_it = (
-                isinstance(func, cst.Attribute)
-                and isinstance(func.value, cst.Name)
-                and func.value.value == module.value
-                and func.attr.value in ("cuda", "to", "xpu", "mps", "to_empty")
-            )
-            if not (mentions or on_it):
-                continue
-            if site.scope.lookup(module.value) is not bindings:
+        tree = Tree.of(self.facts)
+        for node, where in tree.names(module.value):
+            if where.lookup(module.value) is not bindings:
                 continue  # another variable of the same name
-            moving_to = isinstance(func, cst.Attribute) and func.attr.value == "to"
-            if on_it and moving_to and not self._moves(call, site.scope):
-                continue
-            if mentions and not on_it and _harmless(call):
-                continue
-            return False
+            if not self._stays(node, where, tree):
+                return False
         return True
+
+    def _stays(self, name: cst.Name, scope: Scope, tree: Tree) -> bool:
+        """This read of a module's name cannot move it or hand it to what could: a
+        method called on it that does not move it, the module called, an attribute
+        read, a harmless call given it, or a binding of the name itself."""
+        parent = tree.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.value is name:
+            call = tree.parent(parent)
+            if not (isinstance(call, cst.Call) and call.func is parent):
+                return True  # `model.fc`
+            method = parent.attr.value
+            if method in ("cuda", "xpu", "mps", "to_empty"):
+                return False
+            return method != "to" or not self._moves(call, scope)
+        if isinstance(parent, cst.Call) and parent.func is name:
+            return True  # `model(x)`
+        if isinstance(parent, cst.Arg):
+            call = tree.parent(parent)
+            return isinstance(call, cst.Call) and _harmless(call)
+        return isinstance(parent, (cst.AssignTarget, cst.AnnAssign))  # rebound here
 
     def _may_move(self, value: cst.BaseExpression, scope: Scope) -> bool:
         """A module built by `value` may sit off the CPU: it is moved in the chain

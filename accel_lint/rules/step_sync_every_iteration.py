@@ -62,6 +62,7 @@ class StepSyncEveryIteration(Rule):
             tuple(facts.withs),
         )
         self._tests.append((node.test, where))
+        self._following: set[int] = set()  # receivers being followed (a cycle stops)
 
     def finish(self) -> None:
         loops = Loops.of(self.facts)
@@ -162,16 +163,19 @@ class StepSyncEveryIteration(Rule):
                 return f"`print()` of the tensor `{printed}`"
         return None
 
-    def _tensor_receiver(
-        self,
-        receiver: cst.BaseExpression,
-        site: CallSite,
-        following: frozenset[str] = frozenset(),
-    ) -> bool:
+    def _tensor_receiver(self, receiver: cst.BaseExpression, site: CallSite) -> bool:
         """The receiver may be a tensor on the device: no synchronizing call earlier in
-        the chain, not a numpy or Python value, not a module. `following`: the names
-        whose bindings are being followed (`img = grid(img.cpu())` binds `img` from
-        itself: not followed again)."""
+        the chain, not a numpy or Python value, not a module. A name whose value is
+        built from itself (`loss = loss.mean()`) may be one."""
+        if id(receiver) in self._following:
+            return True
+        self._following.add(id(receiver))
+        try:
+            return self._tensor_chain(receiver, site)
+        finally:
+            self._following.discard(id(receiver))
+
+    def _tensor_chain(self, receiver: cst.BaseExpression, site: CallSite) -> bool:
         expr = receiver
         while True:
             if isinstance(expr, cst.Call):
@@ -197,16 +201,13 @@ class StepSyncEveryIteration(Rule):
             bindings = site.scope.lookup(expr.value) or []
             if bindings and all(isinstance(b.node, cst.For) for b in bindings):
                 return False  # a batch as the loader gives it: on the host
-            if expr.value in following:
-                return True  # bound from itself: unknown, may be a device tensor
-            following = following | {expr.value}
             values = [b.value for b in bindings]
             # a value already on the host (`preds = out.cpu().numpy()`), or numpy's
             return not (
                 values
                 and all(
                     isinstance(v, cst.Call)
-                    and (self._numpy_call(v, site) or not self._tensor_receiver(v, site, following))
+                    and (self._numpy_call(v, site) or not self._tensor_receiver(v, site))
                     for v in values
                 )
             )
