@@ -19,7 +19,7 @@ import libcst as cst
 from accel_lint.edits import code_for, expression
 from accel_lint.facts.syntax import last_name
 from accel_lint.facts.wrappers import Wrap, Wrappers
-from accel_lint.names import BindingKind, Scope, resolves_to
+from accel_lint.names import Binding, BindingKind, Scope, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Invariant, Rule, Verification
 from accel_lint.torch_api import MODULE_WRAPPERS, TORCH_COMPILE, TORCH_SAVE
 
@@ -44,10 +44,64 @@ class CompiledStateDictSaved(Rule):
             saved = _saved_object(site.node)
             if saved is None:
                 continue
-            for call, scope in _state_dicts(saved, site.scope, 0):
+            for call, scope in self._state_dicts(saved, site.scope, site.node, 0):
                 if call not in seen:
                     seen.add(call)
                     self._check(call, scope)
+
+    def _state_dicts(
+        self, expr: cst.BaseExpression, scope: Scope, at: cst.CSTNode, depth: int
+    ) -> Iterator[tuple[cst.Call, Scope]]:
+        """The `<m>.state_dict()` calls whose result `expr` is or holds: directly, inside
+        a dict or list display, or through a name: the binding that reaches `at` (the
+        last one before it in the same body, when the name is bound several times)."""
+        if depth > _MAX_DEPTH:
+            return
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "state_dict"
+                and all(arg.keyword is not None and not arg.star for arg in expr.args)
+            ):
+                yield expr, scope
+            return
+        if isinstance(expr, cst.Dict):
+            for element in expr.elements:
+                if isinstance(element, cst.DictElement):
+                    yield from self._state_dicts(element.value, scope, at, depth + 1)
+            return
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            for item in expr.elements:
+                if isinstance(item, cst.Element):
+                    yield from self._state_dicts(item.value, scope, at, depth + 1)
+            return
+        if not isinstance(expr, cst.Name):
+            return
+        binding = self._reaching(expr, scope, at)
+        if binding is None or binding.value is None or binding.scope is None:
+            return
+        yield from self._state_dicts(binding.value, binding.scope, binding.node or at, depth + 1)
+
+    def _reaching(self, name: cst.Name, scope: Scope, at: cst.CSTNode) -> Binding | None:
+        bindings = scope.lookup(name.value)
+        if not bindings or any(
+            b.kind is BindingKind.IMPORT or isinstance(b.node, cst.Param) for b in bindings
+        ):
+            return None
+        if len(bindings) == 1:
+            return bindings[0]
+        owner = bindings[0].scope
+        order = self._wrappers.order(owner) if owner is not None else None
+        here = order.place(at) if order is not None else None
+        if order is None or here is None or any(b.scope is not owner for b in bindings):
+            return None
+        before = [
+            (place.order, b)
+            for b in bindings
+            if (place := order.place(b.node)) is not None and place.order < here.order
+        ]
+        return max(before, key=lambda item: item[0])[1] if before else None
 
     def _check(self, call: cst.Call, scope: Scope) -> None:
         func = call.func
@@ -90,6 +144,14 @@ class CompiledStateDictSaved(Rule):
         state = self._wrappers.wrap_state(model, scope, TORCH_COMPILE, at)
         if state is not Wrap.NO:
             return state, model
+        choice = _chosen(model, scope)
+        if choice is not None:
+            # `raw_model = model.module if ddp else model` (nanoGPT): either side may hold
+            # the compiled module, and `getattr(raw_model, "_orig_mod", ...)` fits both
+            branches, where = choice
+            if any(self._compiled(b, where, b)[0] is not Wrap.NO for b in branches):
+                return Wrap.MAYBE, model
+            return Wrap.NO, model
         inner: cst.BaseExpression = model
         if isinstance(model, cst.Attribute) and model.attr.value == "module":
             inner = model.value  # already unwrapped: `ddp.module.state_dict()`
@@ -120,6 +182,21 @@ class CompiledStateDictSaved(Rule):
         return self._loads
 
 
+def _chosen(
+    expr: cst.BaseExpression, scope: Scope
+) -> tuple[tuple[cst.BaseExpression, cst.BaseExpression], Scope] | None:
+    """The two sides of the conditional expression a name is bound to, once."""
+    if not isinstance(expr, cst.Name):
+        return None
+    bindings = scope.lookup(expr.value)
+    if not bindings or len(bindings) != 1:
+        return None
+    value, where = bindings[0].value, bindings[0].scope
+    if not isinstance(value, cst.IfExp) or where is None:
+        return None
+    return (value.body, value.orelse), where
+
+
 def _unwraps_compile(expr: cst.BaseExpression) -> bool:
     """`model._orig_mod`, `getattr(model, "_orig_mod", model)`: already the original."""
     if isinstance(expr, cst.Attribute):
@@ -127,44 +204,6 @@ def _unwraps_compile(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call) and last_name(expr.func) == "getattr" and len(expr.args) >= 2:
         return code_for(expr.args[1].value).strip("'\"") == "_orig_mod"
     return False
-
-
-def _state_dicts(
-    expr: cst.BaseExpression, scope: Scope, depth: int
-) -> Iterator[tuple[cst.Call, Scope]]:
-    """The `<m>.state_dict()` calls whose result `expr` is or holds: directly, inside a
-    dict or list display, or through a name bound once to one."""
-    if depth > _MAX_DEPTH:
-        return
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value == "state_dict"
-            and all(arg.keyword is not None and not arg.star for arg in expr.args)
-        ):
-            yield expr, scope
-        return
-    if isinstance(expr, cst.Dict):
-        for element in expr.elements:
-            if isinstance(element, cst.DictElement):
-                yield from _state_dicts(element.value, scope, depth + 1)
-        return
-    if isinstance(expr, (cst.List, cst.Tuple)):
-        for item in expr.elements:
-            if isinstance(item, cst.Element):
-                yield from _state_dicts(item.value, scope, depth + 1)
-        return
-    if isinstance(expr, cst.Name):
-        bindings = scope.lookup(expr.value)
-        if not bindings or len(bindings) != 1:
-            return
-        binding = bindings[0]
-        if binding.kind is BindingKind.IMPORT or binding.scope is None or binding.value is None:
-            return
-        if isinstance(binding.node, cst.Param):
-            return
-        yield from _state_dicts(binding.value, binding.scope, depth + 1)
 
 
 def _saved_object(call: cst.Call) -> cst.BaseExpression | None:

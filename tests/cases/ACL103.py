@@ -6,7 +6,7 @@ from tqdm import tqdm
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 dataset = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
-loader = DataLoader(dataset, batch_size=32, num_workers=2, pin_memory=True)  # ACL104
+loader = DataLoader(dataset, batch_size=32, num_workers=2, pin_memory=True)  # ACL104 ACL106
 model = torch.nn.Linear(8, 2).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 

@@ -44,7 +44,7 @@ i = DataLoader(dataset, sampler=sampler, batch_sampler=batches)  # ACL105
 
 # Not flagged: these run.
 ok = [
-    DataLoader(dataset, batch_size=8, num_workers=2, persistent_workers=True, prefetch_factor=4),
+    DataLoader(dataset, batch_size=8, num_workers=2, persistent_workers=True, prefetch_factor=4),  # ACL106
     DataLoader(dataset, batch_size=8, prefetch_factor=None, persistent_workers=False),
     DataLoader(dataset, batch_size=1, batch_sampler=batches),
     DataLoader(dataset, batch_sampler=batches, drop_last=False, shuffle=False),

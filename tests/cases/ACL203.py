@@ -33,7 +33,7 @@ def step(model, x, local_rank):
 def fine(x, other):
     a = torch.zeros(3, device=device)
     b = torch.zeros(3).to("cpu")
-    c = torch.arange(10).to(torch.float32)
+    c = torch.arange(10).to(torch.float32)  # ACL212
     d = torch.zeros(3).to(other)
     e = torch.from_numpy(x).cuda()
     f = torch.zeros(3).float().cuda()

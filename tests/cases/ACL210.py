@@ -53,3 +53,19 @@ def main():
     parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
     flagged(args, nn.Linear(3, 1), "m.pt")
+
+
+# nanoGPT's shape: compiled under a flag, wrapped under another, unwrapped by a
+# conditional expression, and the checkpoint name bound more than once.
+def nanogpt(model, args, ddp, rank, path):
+    checkpoint = torch.load(path) if args.resume else None  # ACL412
+    if args.compile:
+        model = torch.compile(model)
+    if ddp:
+        model = DDP(model, device_ids=[rank])
+    raw_model = model.module if ddp else model
+    checkpoint = None
+    if args.save:
+        checkpoint = {"model": raw_model.state_dict(), "args": args}  # ACL210
+        torch.save(checkpoint, path)  # ACL403
+    return checkpoint

@@ -59,8 +59,8 @@ def main():
     x, y = torch.randn(512, 20), torch.randint(0, 3, (512,))
     train_set = TensorDataset(x, y)
     test_set = TensorDataset(x[:128], y[:128])
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, num_workers=2, pin_memory=True)  # ACL104
-    test_loader = DataLoader(test_set, batch_size=128, num_workers=2, pin_memory=True)  # ACL104
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, num_workers=2, pin_memory=True)  # ACL104 ACL106
+    test_loader = DataLoader(test_set, batch_size=128, num_workers=2, pin_memory=True)  # ACL104 ACL106
 
     model = Net().to(device)
     model = nn.DataParallel(model)  # ACL401

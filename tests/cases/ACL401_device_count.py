@@ -14,7 +14,7 @@ args = parser.parse_args()
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 dataset = TensorDataset(torch.randn(128, 8), torch.randn(128, 1))
-loader = DataLoader(dataset, batch_size=32, shuffle=False, num_workers=2, pin_memory=True)  # ACL104
+loader = DataLoader(dataset, batch_size=32, shuffle=False, num_workers=2, pin_memory=True)  # ACL104 ACL106
 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
 if args.num_gpu > 1:
     model = nn.DataParallel(model, device_ids=list(range(args.num_gpu))).train().to(device)  # ACL401

@@ -15,7 +15,7 @@ if __name__ == "__main__":
   device = "cuda" if torch.cuda.is_available() else "cpu"
   data = TensorDataset(torch.randn(256, 8), torch.randn(256, 1))
   # batches of 32, in order
-  loader = DataLoader(data, 32, False, num_workers=2, pin_memory=True)  # ACL104
+  loader = DataLoader(data, 32, False, num_workers=2, pin_memory=True)  # ACL104 ACL106
   model = DataParallel(build(), device_ids=[0, 1]).to(device)  # ACL401
   opt = torch.optim.SGD(model.parameters(), lr=0.01)
   for _ in range(3):

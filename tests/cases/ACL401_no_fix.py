@@ -11,7 +11,7 @@ parser.add_argument("--gpus", type=int, nargs="+", default=[0])
 args = parser.parse_args()
 
 dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
-loader = DataLoader(dataset, batch_size=16, num_workers=2, pin_memory=True)  # ACL104
+loader = DataLoader(dataset, batch_size=16, num_workers=2, pin_memory=True)  # ACL104 ACL106
 model = nn.DataParallel(nn.Linear(4, 1).cuda(args.gpus[0]), device_ids=args.gpus)  # ACL401
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for epoch in range(2):

@@ -23,11 +23,11 @@ start_epoch = 0
 
 # Data
 trainset = TensorDataset(torch.randn(256, 3, 8, 8), torch.randint(0, 10, (256,)))
-trainloader = torch.utils.data.DataLoader(  # ACL104
+trainloader = torch.utils.data.DataLoader(  # ACL104 ACL106
     trainset, batch_size=32, shuffle=True, num_workers=2, pin_memory=True)
 
 testset = TensorDataset(torch.randn(64, 3, 8, 8), torch.randint(0, 10, (64,)))
-testloader = torch.utils.data.DataLoader(  # ACL104
+testloader = torch.utils.data.DataLoader(  # ACL104 ACL106
     testset, batch_size=16, shuffle=False, num_workers=2, pin_memory=True)
 
 # Model

@@ -21,17 +21,17 @@ def step(x, y):
 
 # should flag
 sampler = DistributedSampler(dataset)  # ACL404
-loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=2)  # ACL104
+loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=2)  # ACL104 ACL106
 for epoch in range(3):
     for x, y in loader:
         step(x, y)
 
-inline = DataLoader(dataset, batch_size=8, sampler=DS(dataset, shuffle=True), num_workers=2)  # ACL104 ACL404
+inline = DataLoader(dataset, batch_size=8, sampler=DS(dataset, shuffle=True), num_workers=2)  # ACL104 ACL404 ACL106
 for epoch in trange(3):
     for i, (x, y) in enumerate(tqdm(inline)):
         step(x, y)
 
-full = tud.DataLoader(  # ACL104
+full = tud.DataLoader(  # ACL104 ACL106
     dataset,
     batch_size=8,
     sampler=tud.distributed.DistributedSampler(dataset, seed=1),  # ACL404
@@ -42,14 +42,14 @@ for epoch in range(3):
         step(x, y)
 
 anonymous = DistributedSampler(dataset)  # ACL404
-anonymous_loader = DataLoader(dataset, sampler=anonymous, num_workers=2)  # ACL104
+anonymous_loader = DataLoader(dataset, sampler=anonymous, num_workers=2)  # ACL104 ACL106
 for _ in range(3):
     for x, y in anonymous_loader:
         step(x, y)
 
 for epoch in range(3):
     fresh = DistributedSampler(dataset)  # ACL404
-    for x, y in DataLoader(dataset, sampler=fresh, num_workers=2):
+    for x, y in DataLoader(dataset, sampler=fresh, num_workers=2):  # ACL106
         step(x, y)
 
 # should not flag
@@ -64,12 +64,12 @@ for s in (ordered, positional, constant, splatted, unknown, other):
     pass
 for epoch in range(3):
     for sampler_ in (ordered, positional, constant, splatted, unknown, other):
-        for x, y in DataLoader(dataset, sampler=sampler_, num_workers=2):
+        for x, y in DataLoader(dataset, sampler=sampler_, num_workers=2):  # ACL106
             step(x, y)
-once = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)
+once = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL106
 for x, y in once:  # a single pass: no epochs to repeat
     step(x, y)
-repeated_eval = DataLoader(dataset, sampler=DistributedSampler(dataset, shuffle=False), num_workers=2)  # ACL104
+repeated_eval = DataLoader(dataset, sampler=DistributedSampler(dataset, shuffle=False), num_workers=2)  # ACL104 ACL106
 for epoch in range(3):
     with torch.no_grad():
         for x, y in repeated_eval:
@@ -77,7 +77,7 @@ for epoch in range(3):
 
 # should not flag: an evaluation loader reads the same order every epoch, which does
 # not change its result
-evaluation = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL104
+evaluation = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL104 ACL106
 for epoch in range(3):
     with torch.no_grad():
         for x, y in evaluation:

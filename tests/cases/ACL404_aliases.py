@@ -16,14 +16,14 @@ def step(x, y):
 
 # should not flag: set_epoch on the sampler variable, after the loop header
 direct = DistributedSampler(dataset)
-direct_loader = DataLoader(dataset, sampler=direct, num_workers=2)  # ACL104
+direct_loader = DataLoader(dataset, sampler=direct, num_workers=2)  # ACL104 ACL106
 for epoch in range(3):
     for x, y in direct_loader:
         step(x, y)
     direct.set_epoch(epoch + 1)
 
 # through the loader
-via_loader = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL104
+via_loader = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL104 ACL106
 for epoch in range(3):
     via_loader.sampler.set_epoch(epoch)
     for x, y in via_loader:
@@ -39,7 +39,7 @@ def fit(loader, sampler, epochs):
 
 
 passed = DistributedSampler(dataset)
-fit(DataLoader(dataset, sampler=passed, num_workers=2), sampler=passed, epochs=3)  # ACL104
+fit(DataLoader(dataset, sampler=passed, num_workers=2), sampler=passed, epochs=3)  # ACL104 ACL106
 
 
 # through the attributes it was stored in
@@ -70,11 +70,11 @@ class LoaderOnly:
 
 
 stored = DistributedSampler(dataset)
-Trainer(DataLoader(dataset, sampler=stored, num_workers=2), stored).train(3)  # ACL104
-LoaderOnly(DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)).train(3)  # ACL104
+Trainer(DataLoader(dataset, sampler=stored, num_workers=2), stored).train(3)  # ACL104 ACL106
+LoaderOnly(DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)).train(3)  # ACL104 ACL106
 renamed = DistributedSampler(dataset)
 alias = renamed
-renamed_loader = DataLoader(dataset, sampler=renamed, num_workers=2)  # ACL104
+renamed_loader = DataLoader(dataset, sampler=renamed, num_workers=2)  # ACL104 ACL106
 for epoch in range(3):
     alias.set_epoch(epoch)
     for x, y in renamed_loader:
@@ -83,8 +83,8 @@ for epoch in range(3):
 # should flag: another sampler's set_epoch does not count
 train_sampler = DistributedSampler(dataset)
 extra_sampler = DistributedSampler(dataset)  # ACL404
-train_loader = DataLoader(dataset, sampler=train_sampler, num_workers=2)  # ACL104
-extra_loader = DataLoader(dataset, sampler=extra_sampler, num_workers=2)  # ACL104
+train_loader = DataLoader(dataset, sampler=train_sampler, num_workers=2)  # ACL104 ACL106
+extra_loader = DataLoader(dataset, sampler=extra_sampler, num_workers=2)  # ACL104 ACL106
 for epoch in range(3):
     train_sampler.set_epoch(epoch)
     for x, y in train_loader:

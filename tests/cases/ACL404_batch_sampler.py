@@ -24,11 +24,11 @@ def main(args):
 
     plain = DistributedSampler(data)  # ACL404
     plain_batches = torch.utils.data.BatchSampler(plain, 8, drop_last=True)
-    loader = DataLoader(data, batch_sampler=plain_batches, num_workers=2)  # ACL104
+    loader = DataLoader(data, batch_sampler=plain_batches, num_workers=2)  # ACL104 ACL106
 
     grouped = DistributedSampler(data)  # ACL404
     grouped_batches = GroupedBatchSampler(grouped, [0] * 64, 8)
-    grouped_loader = DataLoader(data, batch_sampler=grouped_batches, num_workers=2)  # ACL104
+    grouped_loader = DataLoader(data, batch_sampler=grouped_batches, num_workers=2)  # ACL104 ACL106
 
     handed = DistributedSampler(data)  # given to code that may set its epoch itself
     run_elsewhere(data, sampler=handed)

@@ -28,7 +28,7 @@ def run_epoch(loader, epoch):
 
 def main():
     sampler = DistributedSampler(dataset)  # ACL404
-    loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=2)  # ACL104
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=2)  # ACL104 ACL106
     for epoch in range(3): run_epoch(loader, epoch)
 
 
@@ -80,7 +80,7 @@ def fit(loader, epochs):
 
 def conditional():
     train_sampler = DistributedSampler(dataset) if args.distributed else None  # ACL404
-    loader = DataLoader(  # ACL104
+    loader = DataLoader(  # ACL104 ACL106
         dataset, shuffle=(train_sampler is None), sampler=train_sampler, num_workers=2
     )
     for epoch in range(3):
@@ -93,5 +93,5 @@ if __name__ == "__main__":
     trainer = Trainer(prepare_dataloader(dataset, 8))
     trainer.train(3)
     OwnsItsSampler(dataset).fit(3)
-    fit(DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2), 3)  # ACL104 ACL404
+    fit(DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2), 3)  # ACL104 ACL404 ACL106
     conditional()

@@ -8,7 +8,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 model = torch.nn.Linear(4, 1)
 dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
-loader = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL104
+loader = DataLoader(dataset, sampler=DistributedSampler(dataset), num_workers=2)  # ACL104 ACL106
 prefetcher = Prefetcher(loader)
 for epoch in range(3):
     prefetcher.set_epoch(epoch)

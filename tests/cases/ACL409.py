@@ -34,7 +34,7 @@ def main():
     dist.init_process_group("gloo")
     device = torch.device("cpu")
     data = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
-    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data), num_workers=2)  # ACL104
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data), num_workers=2)  # ACL104 ACL106
     model = torch.nn.Linear(8, 2).to(device)
     model = DDP(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
