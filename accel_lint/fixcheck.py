@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import symtable
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -58,8 +59,10 @@ class Scopes:
     reads: Mapping[ScopePath, Mapping[str, Where]]
 
 
+@functools.lru_cache(maxsize=8)
 def scopes_of(text: str) -> Scopes | None:
-    """The text's scopes, or None when CPython does not compile it here."""
+    """The text's scopes, or None when CPython does not compile it here. Remembered
+    for a few texts: a pass's fixed text is the next pass's original."""
     try:
         top = symtable.symtable(text, "<fixed>", "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
