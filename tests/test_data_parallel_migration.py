@@ -395,7 +395,7 @@ NO_FIX = [
     ),
     pytest.param(
         _variant(WRAP, WRAP + "torch.distributed.init_process_group('gloo')\n"),
-        "the script already sets up torch.distributed",
+        "the script already uses torch.distributed",
         id="already-distributed",
     ),
     pytest.param(
