@@ -409,6 +409,21 @@ NO_FIX = [
         id="other-reference",
     ),
     pytest.param(
+        _variant(
+            WRAP,
+            "def set_model():\n"
+            "    model = nn.Linear(4, 1).cuda()\n"
+            "    if torch.cuda.device_count() > 1:\n"
+            "        model = nn.DataParallel(model)\n"
+            "    return model\n\n\n"
+            "model = set_model()\n",
+        ),
+        "the model is wrapped in `set_model()`, and no training loop over a DataLoader runs "
+        "there (nor in a function it calls once to train): the migration needs the wrap and "
+        "the training loop in one function",
+        id="wrapped-in-a-helper",
+    ),
+    pytest.param(
         _variant("        loss.backward()\n", ""),
         "no training loop over a DataLoader was found",
         id="no-backward",
