@@ -16,6 +16,7 @@ from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.facts import FileFacts
 from accel_lint.facts.collector import FactsCollector, ScopeCloser
+from accel_lint.fixcheck import Scopes, broken_by, scopes_of
 from accel_lint.incremental import Reparser
 from accel_lint.parse import parse
 from accel_lint.positions import Locator
@@ -38,6 +39,7 @@ class Analysis:
     note: str | None = None  # checked with libcst's grammar only: syntax newer than this Python
     reparser: Reparser | None = None  # the open document's, in the language server
     tree: ast.Module | None = None  # CPython's tree of the text, when the parse made one
+    _scopes: tuple[Scopes | None] | None = None
     _locator: Locator | None = None
     _facts: FileFacts | None = None
     _rules: list[Rule] = field(default_factory=list)
@@ -64,6 +66,12 @@ class Analysis:
             state = getattr(owner, "__dict__", None)
             if state is not None:
                 state.clear()
+
+    def scopes(self) -> Scopes | None:
+        """The text's scopes for the fix checker (`fixcheck`), made once when asked."""
+        if self._scopes is None:
+            self._scopes = (scopes_of(self.source.text),)
+        return self._scopes[0]
 
 
 def rules_for(codes: frozenset[str], data: bytes) -> list[type[Rule]]:
@@ -181,9 +189,15 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
             rows = sorted({analysis.range_of(n).start.line for n in finding.related})
             message += f" (line {', '.join(map(str, rows))})"
         fix = finding.fix
+        no_fix_reason = finding.no_fix_reason
         fix_view = None
         if fix is not None and with_edits:
-            fix_view = FixView(_safety(fix).value, fix.message, tuple(fix_edits(analysis, fix)))
+            edits = fix_edits(analysis, fix)
+            if isinstance(edits, str):
+                # the checker refuses it: the finding says why, as `fix` would
+                fix, no_fix_reason = None, edits
+            else:
+                fix_view = FixView(_safety(fix).value, fix.message, tuple(edits))
         out.append(
             Diagnostic(
                 finding.code,
@@ -198,16 +212,26 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
                 fix is not None,
                 _safety(fix).value if fix is not None else None,
                 fix.message if fix is not None else None,
-                finding.no_fix_reason,
+                no_fix_reason,
             )
         )
     return out
 
 
-def fix_edits(analysis: Analysis, fix: Fix) -> list[Edit]:
-    """The text edits one fix makes, as the minimal changed spans of the file."""
+def fix_edits(analysis: Analysis, fix: Fix) -> list[Edit] | str:
+    """The text edits one fix makes, as the minimal changed spans of the file; or,
+    when the fix checker refuses the fix on its own (`fixcheck`), the reason."""
     assert analysis.module is not None
     new_text = apply_fixes_once(analysis.module, [fix])
+    reason = broken_by(
+        analysis.source.text,
+        analysis.scopes(),
+        [fix],
+        new_text,
+        lambda node: (analysis.range_of(node).start.line, analysis.range_of(node).end.line),
+    )
+    if reason is not None:
+        return reason
     return text_edits(analysis.source.text, new_text)
 
 

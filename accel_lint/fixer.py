@@ -1,6 +1,9 @@
 """Apply fixes: one transformer pass per iteration over the tree the rules saw,
 imports added once, re-parse and re-lint until nothing fixable is left (ruff's
-loop). Writing the result back is `writeback.write_fixed`."""
+loop). Every pass goes through the fix checker (`fixcheck`): a fix that would
+leave a name undefined, or bound elsewhere than before, is dropped, the file
+keeps the others, and the finding says why. Writing the result back is
+`writeback.write_fixed`."""
 
 from __future__ import annotations
 
@@ -8,8 +11,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import libcst as cst
+
 from accel_lint.config import Settings
+from accel_lint.edits import code_for
 from accel_lint.engine import Analysis, analyze, rules_for, safety_allowed
+from accel_lint.fixcheck import NEWER_SYNTAX, Scopes, broken_by
 from accel_lint.layout import reflow
 from accel_lint.parse import analysis_conditions, too_deep_to_analyse
 from accel_lint.rewrite import apply_fixes_once
@@ -104,6 +111,7 @@ def _fix_loop(
     text = source.text
     rules: Sequence[type[Rule]] = rules_for(codes, text.encode("utf-8"))
     applied: list[AppliedFix] = []
+    refused: dict[tuple[str, ...], str] = {}  # fixes the checker dropped, and why
     for _ in range(MAX_ITERATIONS):
         analysis = analyze(path, Source(text, source.encoding), settings, rules, by_calls=False)
         if analysis.error is not None or analysis.module is None:
@@ -119,16 +127,20 @@ def _fix_loop(
                     "the file was left unchanged. This is a bug in accel-lint: please report it.",
                 )
             return FixOutcome(path, source, text, [], analysis)
-        chosen = choose_fixes(analysis, analysis.findings, unsafe)
-        if not chosen:
-            if applied:
-                return _laid_out(path, source, settings, rules, applied, analysis)
-            return FixOutcome(path, source, text, applied, analysis)
-        new_text = apply_fixes_once(analysis.module, [f.fix for f in chosen if f.fix is not None])
+        while True:
+            _say_refused(analysis, refused)
+            chosen = choose_fixes(analysis, analysis.findings, unsafe)
+            if not chosen:
+                if applied:
+                    return _laid_out(path, source, settings, rules, applied, analysis, refused)
+                return FixOutcome(path, source, text, applied, analysis)
+            new_text, kept = _checked(analysis, chosen, analysis.scopes(), refused)
+            if kept:
+                break
         if new_text == text:
             break
         applied.extend(
-            AppliedFix(f.code, f.fix.message, f.equivalence) for f in chosen if f.fix is not None
+            AppliedFix(f.code, f.fix.message, f.equivalence) for f in kept if f.fix is not None
         )
         text = new_text
         # a fix can bring in another rule's trigger words (a DDP migration makes the
@@ -144,6 +156,78 @@ def _fix_loop(
         f"fixes did not converge after {MAX_ITERATIONS} passes; the file was left unchanged. "
         "This is a bug in accel-lint: please report it.",
     )
+
+
+def _refusal_key(finding: Finding) -> tuple[str, ...]:
+    """What identifies a fix from one pass to the next: its rule, its message and the
+    code it replaces (positions move as other fixes apply)."""
+    assert finding.fix is not None
+    replaced = sorted(code_for(node) for node in finding.fix.replacements)
+    return (finding.code, finding.fix.message, *replaced)
+
+
+def _say_refused(analysis: Analysis, refused: dict[tuple[str, ...], str]) -> None:
+    """Findings whose fix the checker dropped in an earlier pass keep no fix, and say why."""
+    if not refused:
+        return
+    for finding in analysis.findings:
+        if finding.fix is not None:
+            reason = refused.get(_refusal_key(finding))
+            if reason is not None:
+                finding.fix = None
+                finding.no_fix_reason = reason
+
+
+def _checked(
+    analysis: Analysis,
+    chosen: list[Finding],
+    before: Scopes | None,
+    refused: dict[tuple[str, ...], str],
+) -> tuple[str, list[Finding]]:
+    """The text after the chosen fixes that pass the checker, and those fixes; each
+    dropped one is recorded in `refused` with its reason. When all pass (the usual
+    case) the pass costs one transform and one symbol table of the result; only a
+    failure applies the fixes one by one to find the culprits."""
+    assert analysis.module is not None
+    module = analysis.module
+    text = analysis.source.text
+
+    def span(node: cst.CSTNode) -> tuple[int, int]:
+        rng = analysis.range_of(node)
+        return rng.start.line, rng.end.line
+
+    def attempt(findings: list[Finding]) -> tuple[str, str | None]:
+        fixes = [f.fix for f in findings if f.fix is not None]
+        new_text = apply_fixes_once(module, fixes)
+        return new_text, broken_by(text, before, fixes, new_text, span)
+
+    if before is None:
+        # CPython cannot compile the file here: nothing can be checked, nothing is fixed
+        for finding in chosen:
+            refused[_refusal_key(finding)] = NEWER_SYNTAX
+        return text, []
+    new_text, reason = attempt(chosen)
+    if reason is None:
+        return new_text, chosen
+    kept: list[Finding] = []
+    if len(chosen) > 1:
+        for finding in chosen:
+            _, why = attempt([finding])
+            if why is None:
+                kept.append(finding)
+            else:
+                refused[_refusal_key(finding)] = why
+    else:
+        for finding in chosen:
+            refused[_refusal_key(finding)] = reason
+    while kept:
+        # each passes alone; together they may still break a name
+        new_text, reason = attempt(kept)
+        if reason is None:
+            return new_text, kept
+        last = kept.pop()
+        refused[_refusal_key(last)] = reason
+    return text, []
 
 
 def _with_newly_triggered(
@@ -164,6 +248,7 @@ def _laid_out(
     rules: Sequence[type[Rule]],
     applied: list[AppliedFix],
     analysis: Analysis,
+    refused: dict[tuple[str, ...], str],
 ) -> FixOutcome:
     """The fixed file with the lines its fixes made too long split (`layout.reflow`),
     and the analysis of that text, so remaining findings point at the right lines."""
@@ -177,6 +262,7 @@ def _laid_out(
     if module is analysis.module:
         return FixOutcome(path, source, module.code, applied, analysis)
     final = analyze(path, Source(module.code, source.encoding), settings, rules, by_calls=False)
+    _say_refused(final, refused)
     if final.error is None and _reported(final) != _reported(analysis):
         # the layout moved a comment that decides what is reported (a suppression it
         # does not know as bound to its line): the fixed lines stay long, a finding

@@ -210,9 +210,21 @@ def fixes_for(
         diagnostic = by_place.pop((finding.code, start.line, start.column + 1), None)
         if diagnostic is None or finding.fix is None or finding.fix.safety is None:
             continue
-        view = FixView(
-            finding.fix.safety.value, finding.fix.message, tuple(fix_edits(analysis, finding.fix))
-        )
+        edits = fix_edits(analysis, finding.fix)
+        if isinstance(edits, str):
+            # the fix checker refuses this fix: no code action, and the reason said
+            out.append(
+                replace(
+                    diagnostic,
+                    fix=None,
+                    has_fix=False,
+                    fix_safety=None,
+                    fix_message=None,
+                    no_fix_reason=edits,
+                )
+            )
+            continue
+        view = FixView(finding.fix.safety.value, finding.fix.message, tuple(edits))
         out.append(replace(diagnostic, fix=view))
     return out + list(by_place.values())
 

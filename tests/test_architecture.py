@@ -52,6 +52,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
             "accel_lint.engine",
             "accel_lint.config",
             "accel_lint.rewrite",
+            "accel_lint.fixcheck",
             "accel_lint.positions",
         ),
     ),

@@ -30,7 +30,7 @@ from accel_lint.rules.data_parallel import DataParallel
 from accel_lint.rules.data_parallel.plan import GuardRun, Plan, merge, to_fix
 from accel_lint.rules.data_parallel.tree import Tree
 from accel_lint.source import Source
-from tests.support import ROOT, fix, lint, lint_messages, settings_for
+from tests.support import ROOT, fix, lint, lint_messages, settings_for, strip_markers
 
 FIXTURE = ROOT / "fixtures" / "data_parallel" / "train.py"
 ARGS = ["--epochs", "2", "--save", "checkpoint.pt"]
@@ -258,13 +258,58 @@ TRAIN_FUNCTION = (CASES / "ACL401_train_function.py").read_text(encoding="utf-8"
 NO_FIX = [
     pytest.param(
         _variant(WRAP, WRAP + "spare = nn.DataParallel(nn.Linear(4, 1))\n"),
-        "the script wraps 2 models in DataParallel",
+        "the script wraps 2 models in DataParallel (`nn.Linear(4, 1)`, `nn.Linear(4, 1).cuda()`)",
         id="two-models",
     ),
     pytest.param(
         _variant(WRAP, "models = [nn.DataParallel(nn.Linear(4, 1).cuda())]\nmodel = models[0]\n"),
-        "the wrapped model is not assigned to a name",
+        "the wrapped model is not assigned: the DataParallel call is used directly",
         id="not-assigned",
+    ),
+    pytest.param(
+        _variant(
+            WRAP,
+            "class Holder:\n    pass\n\n\nholder = Holder()\n"
+            "holder.model = nn.DataParallel(nn.Linear(4, 1).cuda())\nmodel = holder.model\n",
+        ),
+        "the wrapped model is assigned to an attribute (`holder.model = ...`); the migration "
+        "follows a model held in a plain name only",
+        id="assigned-to-an-attribute",
+    ),
+    pytest.param(
+        _variant(
+            WRAP,
+            "model = nn.Linear(4, 1).cuda()\n"
+            "if torch.cuda.device_count() > 2:\n"
+            "    model = nn.DataParallel(model, device_ids=[0, 1, 2])\n"
+            "else:\n"
+            "    net = nn.DataParallel(model)\n",
+        ),
+        "the branches of the `if` wrap different models (`model = model`, `net = model`)",
+        id="branches-bind-different-names",
+    ),
+    pytest.param(
+        _variant(
+            WRAP,
+            "model = nn.Linear(4, 1).cuda()\n"
+            "\n\ndef evaluate(x):\n    return nn.DataParallel(model)(x)\n\n\n"
+            "model = nn.DataParallel(model)\n",
+        ),
+        "the model `model` is wrapped in DataParallel in each of 2 functions "
+        "(`evaluate()`, the module level); the migration rewrites a single wrap",
+        id="one-model-wrapped-in-two-functions",
+    ),
+    pytest.param(
+        strip_markers((CASES / "ACL401_runner.py").read_text(encoding="utf-8"))[0],
+        "the model `self.model` is wrapped in DataParallel in each of 2 functions "
+        "(`train()`, `sample()`); the migration rewrites a single wrap",
+        id="runner-train-and-sample",
+    ),
+    pytest.param(
+        strip_markers((CASES / "ACL401_attribute_branches.py").read_text(encoding="utf-8"))[0],
+        "the model is wrapped once in each branch of an `if`, but the wrapped model is "
+        "assigned to an attribute (`self.model = ...`)",
+        id="attribute-in-exclusive-branches",
     ),
     pytest.param(
         _variant(WRAP, "model = nn.DataParallel(nn.Linear(4, 1).cuda(), range(ngpu))\n")
@@ -350,7 +395,7 @@ NO_FIX = [
     ),
     pytest.param(
         _variant(WRAP, WRAP + "torch.distributed.init_process_group('gloo')\n"),
-        "the script already sets up torch.distributed",
+        "the script already uses torch.distributed",
         id="already-distributed",
     ),
     pytest.param(
@@ -362,6 +407,21 @@ NO_FIX = [
         _variant(WRAP, WRAP + "print(nn.DataParallel.__doc__)\n"),
         "DataParallel is also used elsewhere (`print(nn.DataParallel.__doc__)`)",
         id="other-reference",
+    ),
+    pytest.param(
+        _variant(
+            WRAP,
+            "def set_model():\n"
+            "    model = nn.Linear(4, 1).cuda()\n"
+            "    if torch.cuda.device_count() > 1:\n"
+            "        model = nn.DataParallel(model)\n"
+            "    return model\n\n\n"
+            "model = set_model()\n",
+        ),
+        "the model is wrapped in `set_model()`, and no training loop over a DataLoader runs "
+        "there (nor in a function it calls once to train): the migration needs the wrap and "
+        "the training loop in one function",
+        id="wrapped-in-a-helper",
     ),
     pytest.param(
         _variant("        loss.backward()\n", ""),

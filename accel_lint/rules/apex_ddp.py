@@ -12,8 +12,9 @@ from accel_lint.edits import code_for
 from accel_lint.facts import CallSite, Guard
 from accel_lint.facts.ranks import LOCAL_RANK, RankAnalysis
 from accel_lint.facts.syntax import descendants
+from accel_lint.facts.tree import Tree
 from accel_lint.facts.wrappers import Wrappers
-from accel_lint.names import Scope, spelling_for
+from accel_lint.names import Scope, qualified_names, spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Launcher, Rule, Verification
 from accel_lint.torch_api import APEX_DDP, CUDA_SET_DEVICE, DDP
 
@@ -62,7 +63,6 @@ class ApexDdp(Rule):
         self._blocks: list[Sequence[cst.BaseStatement]] = []  # enclosing blocks' statements
         self._tries: list[tuple[cst.Try, int]] = []  # enclosing `try:`s, their block's size
         self._line: cst.SimpleStatementLine | None = None
-        self._uses: dict[str, list[cst.Name]] = {}
 
     # -- walk -----------------------------------------------------------------------
 
@@ -98,14 +98,6 @@ class ApexDdp(Rule):
                 self._imports.append(
                     _Import(alias, node, self._line, block, try_node, try_siblings)
                 )
-                bound = alias.asname.name if alias.asname is not None else alias.name
-                if isinstance(bound, cst.Name):
-                    self._uses.setdefault(bound.value, [])
-
-    def visit_Name(self, node: cst.Name) -> None:
-        uses = self._uses.get(node.value)
-        if uses is not None:
-            uses.append(node)
 
     # -- decide ---------------------------------------------------------------------
 
@@ -115,27 +107,62 @@ class ApexDdp(Rule):
             return
         self._ranks = RankAnalysis.of(self.facts)
         self._wrappers = Wrappers.of(self.facts)
+        self._uses = self._imported_uses()
+        planned = [(site, self._plan(site)) for site in sites]
+        # every use of the wrapper is rewritten, or none: a wrap left on apex keeps its
+        # import, and a rewritten one beside it would run two different wrappers
+        refused = next(((s, p) for s, p in planned if isinstance(p, str)), None)
+        wraps = {site.node.func for site in sites}
+        stray = next((use for use in self._uses if use not in wraps), None)
         fixes: list[tuple[CallSite, cst.Call, tuple[str, ...], str]] = []
-        for site in sites:
-            planned = self._plan(site)
-            if isinstance(planned, str):
-                self.report(site.node, _MESSAGE, no_fix_reason=planned)
+        for site, plan in planned:
+            if isinstance(plan, str):
+                self.report(site.node, _MESSAGE, no_fix_reason=plan)
+            elif refused is not None:
+                reason = (
+                    f"another wrap with apex's DistributedDataParallel cannot be rewritten "
+                    f"({refused[1]}), and the file's wraps are rewritten all together or not "
+                    "at all"
+                )
+                self.report(site.node, _MESSAGE, no_fix_reason=reason, related=(refused[0].node,))
+            elif stray is not None:
+                reason = (
+                    f"`{stray.value}` is also used other than to wrap a model, and the file's "
+                    "uses of apex's wrapper are rewritten all together or not at all"
+                )
+                self.report(site.node, _MESSAGE, no_fix_reason=reason, related=(stray,))
             else:
-                fixes.append((site, *planned))
+                fixes.append((site, *plan))
         if not fixes:
             return
+        # one fix for them all: applied alone, a wrap's rewrite could not drop the import
         removals = self._import_removals({site.node.func for site, *_ in fixes})
-        for site, new_call, imports, device in fixes:
-            replacements: dict[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel] = {
-                site.node: new_call
-            }
-            replacements.update(removals)
-            fix = Fix(
-                f"Use torch's DistributedDataParallel on the rank's device ({device})",
-                replacements,
-                imports,
-            )
+        replacements: dict[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel] = dict(removals)
+        imports: list[str] = []
+        for site, new_call, needed, _ in fixes:
+            replacements[site.node] = new_call
+            imports.extend(i for i in needed if i not in imports)
+        devices = sorted({device for *_, device in fixes})
+        fix = Fix(
+            f"Use torch's DistributedDataParallel on the rank's device ({', '.join(devices)})",
+            replacements,
+            tuple(imports),
+        )
+        for site, *_ in fixes:
             self.report(site.node, _MESSAGE, fix)
+
+    def _imported_uses(self) -> list[cst.Name]:
+        """Every read, anywhere in the file, of a name that `from apex.parallel import
+        DistributedDataParallel` binds (also a read above the import, in a function
+        that runs later)."""
+        tree = Tree.of(self.facts)
+        names = sorted({n for item in self._imports if (n := _bound_name(item.alias))})
+        return [
+            node
+            for name in names
+            for node, scope in tree.names(name)
+            if qualified_names(node, scope) & APEX_DDP
+        ]
 
     def _plan(self, site: CallSite) -> tuple[cst.Call, tuple[str, ...], str] | str:
         """The torch call replacing `site`, its imports and the device it names, or
@@ -233,11 +260,10 @@ class ApexDdp(Rule):
         """Drop `from apex.parallel import DistributedDataParallel` once every use of
         it is rewritten: the fixed script no longer needs apex for it."""
         out: dict[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel] = {}
+        if any(use not in fixed for use in self._uses):
+            return out
         for item in self._imports:
-            bound = item.alias.asname.name if item.alias.asname is not None else item.alias.name
-            if not isinstance(bound, cst.Name):
-                continue
-            if any(use not in fixed for use in self._uses.get(bound.value, ())):
+            if _bound_name(item.alias) is None:
                 continue
             assert not isinstance(item.node.names, cst.ImportStar)
             kept = [a for a in item.node.names if a is not item.alias]
@@ -256,6 +282,11 @@ class ApexDdp(Rule):
                 else:
                     out[item.try_node] = cst.SimpleStatementLine([cst.Pass()])
         return out
+
+
+def _bound_name(alias: cst.ImportAlias) -> str | None:
+    bound = alias.asname.name if alias.asname is not None else alias.name
+    return bound.value if isinstance(bound, cst.Name) else None
 
 
 def _keep_comments(

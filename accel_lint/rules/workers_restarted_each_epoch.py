@@ -11,7 +11,8 @@ from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.loader_args import passed
 from accel_lint.facts.loader_flow import LoaderFlow, Read
 from accel_lint.facts.loops import Loop, Loops
-from accel_lint.names import qualified_names
+from accel_lint.facts.syntax import last_name
+from accel_lint.names import Scope, qualified_names
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import RANDOM_FUNCTIONS
 
@@ -168,6 +169,12 @@ class WorkersRestartedEachEpoch(Rule):
                 related=related,
             )
             return
+        twice = self._iterated_twice_at_once(site)
+        if twice is not None:
+            self.report(
+                call, message, no_fix_reason=twice, equivalence=equivalence, related=related
+            )
+            return
         changed = self._dataset_changed(site)
         if changed is not None:
             reason = (
@@ -194,6 +201,51 @@ class WorkersRestartedEachEpoch(Rule):
                 f"Set `persistent_workers={spelled}`", {literal: cst.parse_expression(spelled)}
             )
         self.report(call, message, fix, equivalence=equivalence, related=related)
+
+    def _iterated_twice_at_once(self, site: CallSite) -> str | None:
+        """Why the loader must not be persistent when two iterations of it run at once
+        (the same loader twice in one `zip(...)`, or a read of it inside a loop over it,
+        also through a function of the file that loop calls): a persistent loader hands
+        out one iterator, which the two would share."""
+        flow = LoaderFlow.of(self.facts)
+        loader = site.node
+        reads = flow.reads_of(loader)
+        for read in reads:
+            if isinstance(read.place, cst.For):
+                zipped = _zipped_twice(flow, read.place.iter, read.scope, loader)
+                if zipped is not None:
+                    return (
+                        f"the loop reads this loader twice at once (`{code_for(zipped)}`): a "
+                        "persistent loader hands out a single iterator, so the two would "
+                        "share it and each epoch would run half the steps"
+                    )
+        loops = {read.place for read in reads if isinstance(read.place, cst.For)}
+        for read in reads:
+            if self._inside(read.function, read.bodies, loops - {read.place}, 0):
+                return (
+                    "this loader is read inside a loop over itself: a persistent loader "
+                    "hands out a single iterator, so the inner read would use up the outer "
+                    "loop's batches"
+                )
+        return None
+
+    def _inside(
+        self,
+        function: cst.FunctionDef | None,
+        bodies: tuple[Loop, ...],
+        loops: set[cst.For],
+        depth: int,
+    ) -> bool:
+        """A place inside one of `loops`, directly or through the file's calls of its
+        function."""
+        if any(isinstance(loop, cst.For) and loop in loops for loop in bodies):
+            return True
+        if function is None or depth >= _MAX_DEPTH:
+            return False
+        return any(
+            self._inside(caller.function, caller.bodies, loops, depth + 1)
+            for caller, _ in CallGraph.of(self.facts).invocations(function)
+        )
 
     def _equivalence(self, site: CallSite) -> Equivalence:
         """Exact only when nothing random depends on when the workers start: a worker's
@@ -246,6 +298,25 @@ class WorkersRestartedEachEpoch(Rule):
                 if assignment.receiver in names and assignment.scope.kind == "function":
                     return f"{assignment.receiver}.{assignment.attr} = ..."
         return None
+
+
+def _zipped_twice(
+    flow: LoaderFlow, iterable: cst.BaseExpression, scope: Scope, loader: cst.Call
+) -> cst.Call | None:
+    """A `zip(...)` in a loop's iterable (also under `enumerate`, `tqdm`) with two
+    arguments that may both hold `loader`."""
+    stack: list[cst.BaseExpression] = [iterable]
+    while stack:
+        expr = stack.pop()
+        if not isinstance(expr, cst.Call):
+            continue
+        args = [a.value for a in expr.args if a.keyword is None and not a.star]
+        if last_name(expr.func) == "zip":
+            holding = [a for a in args if loader in flow.origins(a, scope).loaders]
+            if len(holding) > 1:
+                return expr
+        stack.extend(args)
+    return None
 
 
 def _is_name(expr: cst.BaseExpression | None, name: str) -> bool:

@@ -27,7 +27,7 @@ from accel_lint.rules.data_parallel.samplers import shard_training_data
 from accel_lint.rules.data_parallel.shape import NoFix, Reference, Shape
 from accel_lint.rules.data_parallel.survey import survey_script
 from accel_lint.rules.data_parallel.tree import Tree
-from accel_lint.rules.data_parallel.wrap import exclusive_wraps, wrap_in_ddp
+from accel_lint.rules.data_parallel.wrap import exclusive_wraps, several_wraps, wrap_in_ddp
 from accel_lint.torch_api import DATA_PARALLEL
 
 __all__ = ["DataParallel"]
@@ -121,7 +121,7 @@ class DataParallel(Rule):
         if len(calls) > 1:
             # the same model wrapped in the branches of one `if` is one wrap
             if not exclusive_wraps([s.node for s in calls], tree):
-                many = f"the script wraps {len(calls)} models in DataParallel"
+                many = several_wraps([(s.node, s.function) for s in calls], tree)
                 for site in calls:
                     self.report(site.node, _WHY, no_fix_reason=many)
                 return

@@ -45,7 +45,7 @@ from accel_lint.layout import fits, split_call
 from accel_lint.names import Scope, root_is_module_import, spelling_for
 from accel_lint.rule import Fix, Replacement
 from accel_lint.rules.data_parallel.own_ddp import chain_head
-from accel_lint.rules.data_parallel.shape import NoFix, is_none, line_of
+from accel_lint.rules.data_parallel.shape import ALREADY_DISTRIBUTED, NoFix, is_none, line_of
 from accel_lint.rules.data_parallel.source import expression, statements
 from accel_lint.rules.data_parallel.tree import Tree
 from accel_lint.torch_api import DDP, DISTRIBUTED_SAMPLER, INIT_PROCESS_GROUP
@@ -72,7 +72,7 @@ def imagenet_fix(calls: Sequence[CallSite], facts: FileFacts, tree: Tree) -> Fix
     if placement is None:
         return None
     if not Loops.of(facts).training_loops():
-        raise NoFix("the script already sets up torch.distributed, and trains nothing here")
+        raise NoFix(f"{ALREADY_DISTRIBUTED}, and trains nothing here")
     model = _fallback_model(placement.fallback, calls, tree)
     gpu = _option(facts, "gpu")
     url = _option(facts, "dist_url")

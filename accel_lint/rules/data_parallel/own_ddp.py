@@ -29,7 +29,7 @@ from accel_lint.facts.ranks import RankAnalysis, env_key
 from accel_lint.facts.syntax import last_name, sub_expressions
 from accel_lint.names import Scope, root_is_module_import, spelling_for
 from accel_lint.rule import Fix, Replacement
-from accel_lint.rules.data_parallel.shape import NoFix
+from accel_lint.rules.data_parallel.shape import ALREADY_DISTRIBUTED, NoFix, line_of
 from accel_lint.rules.data_parallel.tree import Tree
 from accel_lint.torch_api import INIT_PROCESS_GROUP
 
@@ -41,17 +41,20 @@ _DDP_HELPER = re.compile(r"(?:^|_)(?:DDP|ddp)$")  # `smart_DDP`, `to_ddp`
 def own_ddp_fix(site: CallSite, facts: FileFacts, tree: Tree) -> Fix:
     """Drop the DataParallel fallback at `site` of a script with its own DDP path."""
     if not Loops.of(facts).training_loops():
-        raise NoFix("the script already sets up torch.distributed, and trains nothing here")
+        raise NoFix(f"{ALREADY_DISTRIBUTED}, and trains nothing here")
     statement = tree.statement(site.node)
     if not (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
         and isinstance(statement.body[0], cst.Assign)
     ):
-        raise NoFix("the script already sets up torch.distributed")
+        raise NoFix(
+            f"{ALREADY_DISTRIBUTED}, and its DataParallel call is not assigned alone "
+            f"(`{line_of(site.node, tree)}`)"
+        )
     branch = _branch_of(statement, tree)
     if branch is None:
-        raise NoFix("the script already sets up torch.distributed, and wraps the model always")
+        raise NoFix(f"{ALREADY_DISTRIBUTED}, and wraps the model always")
     ranks = RankAnalysis.of(facts)
     switches = _switches(branch, site, facts, tree, ranks)
     defaults: dict[cst.CSTNode, Replacement] = {}
@@ -118,7 +121,7 @@ def _switches(
         single = True
     if not single:
         raise NoFix(
-            "the script already sets up torch.distributed, and its DataParallel branch is not "
+            f"{ALREADY_DISTRIBUTED}, and its DataParallel branch is not "
             "shown to be the single-process one"
         )
     if not ddp_sites:

@@ -17,6 +17,7 @@ import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for, keyword_arg
 from accel_lint.facts import FileFacts, int_value
+from accel_lint.facts.loops import Loops
 from accel_lint.layout import fits, split_call
 from accel_lint.names import Scope, resolves_to
 from accel_lint.rules.data_parallel.plan import Plan, Statement
@@ -85,6 +86,14 @@ def training_loaders(
             scope_of_loop[loop] = where_scope
         loaders.append(loader)
     if not loaders:
+        owner = tree.parent(block)
+        if Loops.of(facts).training_loops() and isinstance(owner, cst.FunctionDef):
+            # the file trains, elsewhere than where the model is wrapped
+            raise NoFix(
+                f"the model is wrapped in `{owner.name.value}()`, and no training loop over "
+                "a DataLoader runs there (nor in a function it calls once to train): the "
+                "migration needs the wrap and the training loop in one function"
+            )
         raise NoFix(
             "no training loop over a DataLoader was found (a `for` over a loader, with "
             "`.backward()` inside, in an epoch loop)"

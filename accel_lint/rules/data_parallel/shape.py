@@ -20,6 +20,10 @@ from accel_lint.names import Scope
 from accel_lint.rules.data_parallel.plan import Plan, Statement
 from accel_lint.rules.data_parallel.tree import Block, Tree
 
+ALREADY_DISTRIBUTED = (
+    "the script already uses torch.distributed (a process group or DistributedDataParallel)"
+)
+
 
 class NoFix(Exception):
     """The script's shape is beyond the codemod; the message says why."""

@@ -14,7 +14,13 @@ from accel_lint.rules.data_parallel.process_group import check_devices, end_of, 
 from accel_lint.rules.data_parallel.rank_zero import rank_zero_lines
 from accel_lint.rules.data_parallel.region import Region
 from accel_lint.rules.data_parallel.samplers import training_loaders
-from accel_lint.rules.data_parallel.shape import NoFix, Reference, Shape, depth_of
+from accel_lint.rules.data_parallel.shape import (
+    ALREADY_DISTRIBUTED,
+    NoFix,
+    Reference,
+    Shape,
+    depth_of,
+)
 from accel_lint.rules.data_parallel.spelling import choose_names
 from accel_lint.rules.data_parallel.tree import Tree
 from accel_lint.rules.data_parallel.wrap import find_wrap, import_statement, isinstance_references
@@ -30,7 +36,7 @@ def survey_script(
     """What the migration of the DataParallel call at `site` edits (and of `branches`,
     the same model wrapped in the other branches of one `if`)."""
     if facts.is_distributed:
-        raise NoFix("the script already sets up torch.distributed")
+        raise NoFix(ALREADY_DISTRIBUTED)
     scope = site.scope
     wrap, block = find_wrap(site.node, scope, tree, facts, branches)
     check_devices(facts, tree)

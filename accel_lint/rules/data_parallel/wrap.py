@@ -92,8 +92,78 @@ def _assigned_wrap(
         and isinstance(statement.body[0].targets[0].target, cst.Name)
         and statement.body[0].value is (chained or call)
     ):
-        raise NoFix("the wrapped model is not assigned to a name (`model = DataParallel(model)`)")
+        raise NoFix(_not_assigned_to_a_name(statement, chained or call))
     return statement, statement.body[0].targets[0].target.value, chained
+
+
+def _not_assigned_to_a_name(statement: cst.CSTNode | None, wrapped: cst.Call) -> str:
+    """Why the wrap is not `model = DataParallel(model)`, as the code has it."""
+    if (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Assign)
+        and statement.body[0].value is wrapped
+    ):
+        targets = statement.body[0].targets
+        if len(targets) == 1 and isinstance(targets[0].target, cst.Attribute):
+            return (
+                f"the wrapped model is assigned to an attribute (`{code_for(targets[0].target)}"
+                " = ...`); the migration follows a model held in a plain name only"
+            )
+        return "the wrapped model is assigned to several targets at once"
+    return (
+        "the wrapped model is not assigned: the DataParallel call is used directly "
+        "(`model = DataParallel(model)` is the shape the migration follows)"
+    )
+
+
+def several_wraps(sites: Sequence[tuple[cst.Call, cst.FunctionDef | None]], tree: Tree) -> str:
+    """Why several DataParallel calls get no migration, true to what they wrap: the
+    branches of one `if` wrap one model, and so do wraps of the same module in
+    several functions (a runner's `train()` and `sample()`)."""
+    calls = [call for call, _ in sites]
+    first, *rest = calls
+    try:
+        _branching_if(first, rest, tree)
+    except NoFix:
+        exclusive = False
+    else:
+        exclusive = True
+    if exclusive:
+        try:
+            spelled = sorted({_wrap_spelling(call, tree) for call in calls})
+        except NoFix as refused:
+            return f"the model is wrapped once in each branch of an `if`, but {refused}"
+        listed = ", ".join(f"`{s}`" for s in spelled)
+        return f"the branches of the `if` wrap different models ({listed})"
+    models = sorted({_module_spelling(call) for call in calls})
+    if len(models) > 1:
+        listed = ", ".join(f"`{m}`" for m in models)
+        return f"the script wraps {len(models)} models in DataParallel ({listed})"
+    functions: list[str] = []
+    for _, function in sites:
+        named = f"`{function.name.value}()`" if function is not None else "the module level"
+        if named not in functions:
+            functions.append(named)
+    if len(functions) > 1:
+        return (
+            f"the model `{models[0]}` is wrapped in DataParallel in each of "
+            f"{len(functions)} functions ({', '.join(functions)}); the migration rewrites "
+            "a single wrap"
+        )
+    return (
+        f"the model `{models[0]}` is wrapped in DataParallel {len(calls)} times, not in "
+        "the branches of one `if`; the migration rewrites a single wrap"
+    )
+
+
+def _module_spelling(call: cst.Call) -> str:
+    for arg in call.args:
+        if (arg.keyword is None and not arg.star) or (
+            arg.keyword is not None and arg.keyword.value == "module"
+        ):
+            return code_for(arg.value)
+    return code_for(call)
 
 
 def exclusive_wraps(calls: Sequence[cst.Call], tree: Tree) -> bool:
