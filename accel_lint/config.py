@@ -196,11 +196,14 @@ def find_config(start: Path) -> Path | None:
     """The nearest accel-lint.toml, or pyproject.toml with [tool.accel-lint]."""
     directory = start if start.is_dir() else start.parent
     for candidate_dir in [directory, *directory.parents]:
+        # os.path.isfile: a directory we may not search holds no configuration we can use
         own = candidate_dir / "accel-lint.toml"
-        if own.is_file():
+        if os.path.isfile(own):
             return own
         pyproject = candidate_dir / "pyproject.toml"
-        if pyproject.is_file() and "accel-lint" in _table(_read_toml(pyproject), "tool", pyproject):
+        if os.path.isfile(pyproject) and "accel-lint" in _table(
+            _read_toml(pyproject), "tool", pyproject
+        ):
             return pyproject
     return None
 

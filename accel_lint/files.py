@@ -23,7 +23,7 @@ def discover(paths: Iterable[str], settings: Settings, *, force_exclude: bool = 
     for raw in paths:
         path = Path(raw)
         ignore = GitIgnore.for_path(path) if settings.respect_gitignore else None
-        if path.is_dir():
+        if os.path.isdir(path):  # False where it cannot be looked at: read error later
             for file in _walk(path, settings, ignore):
                 found[os.path.normpath(file)] = None
         elif force_exclude and (

@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,6 +36,9 @@ _MAGIC = "pass  # accel-lint-magic: {}"
 _MAGIC_RE = re.compile(r"^([ \t]*)pass  # accel-lint-magic: (\d+)$")
 # a line magic, a shell escape, `x = !cmd` / `x = %magic`, or help (`obj?`, `?obj`)
 _MAGIC_LINE = re.compile(r"^[ \t]*(?:[%!?]|[\w.]+[ \t]*=[ \t]*[%!]|[\w.()]+\?\??[ \t]*$)")
+# Python frames for the JSON decoder: a notebook nesting deeper is ACL000 (the
+# C decoder uses little stack per level; this is far inside a main thread's 8 MB)
+_JSON_RECURSION_LIMIT = 4000
 # cell magics whose body is Python: only their first line is masked
 _PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun")
 
@@ -140,15 +147,19 @@ def load(path: str, data: bytes) -> Notebook | Diagnostic:
     """The notebook, or the ACL000 that says why it cannot be read."""
     try:
         raw = data.decode("utf-8-sig")
-        doc = json.loads(raw)
+        with _json_depth():
+            doc = json.loads(raw)
+            spans = _source_spans(raw) if isinstance(doc, dict) else {}
     except (UnicodeDecodeError, ValueError) as exc:
         return parse_error(path, f"not a valid notebook: invalid JSON ({exc})")
+    except (IndexError, AssertionError) as exc:  # pragma: no cover - json.loads accepted it
+        return parse_error(path, f"not a valid notebook: {exc}")
+    except RecursionError:
+        return parse_error(
+            path, "not a valid notebook: its JSON nests deeper than Python's recursion limit"
+        )
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
         return parse_error(path, "not a valid notebook: no `cells` list")
-    try:
-        spans = _source_spans(raw)
-    except (ValueError, IndexError) as exc:  # pragma: no cover - json.loads accepted it
-        return parse_error(path, f"not a valid notebook: {exc}")
     book = Notebook(path, raw, spans)
     language = _language(doc)
     book.python = language in (None, "python")
@@ -177,6 +188,24 @@ def load(path: str, data: bytes) -> Notebook | Diagnostic:
         book.cells.append(entry)
     book.program = "\n".join(out) + "\n" if out else ""
     return book
+
+
+@contextmanager
+def _json_depth() -> Iterator[None]:
+    """Python's recursion limit raised for the JSON decoder (one frame per level:
+    metadata 1,000 brackets deep is valid nbformat), on the main thread only, whose
+    stack is the process's."""
+    limit = sys.getrecursionlimit()
+    raise_it = (
+        threading.current_thread() is threading.main_thread() and limit < _JSON_RECURSION_LIMIT
+    )
+    if raise_it:
+        sys.setrecursionlimit(_JSON_RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        if raise_it:
+            sys.setrecursionlimit(limit)
 
 
 def _language(doc: dict[str, Any]) -> str | None:
