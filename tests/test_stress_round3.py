@@ -174,3 +174,198 @@ def test_a_named_file_in_a_directory_without_search_permission(tmp_path: Path) -
         assert [c for _, c in codes(result)] == ["ACL101", "ACL102"]
     finally:
         locked.chmod(0o755)
+
+
+# -- wrong results ---------------------------------------------------------------------
+
+
+def test_a_percent_continuation_inside_brackets_is_python_not_a_magic(tmp_path: Path) -> None:
+    """`%` at the start of a line that continues a bracket is the modulo operator:
+    a magic starts a logical line only (it was masked, a false ACL000 that blocked
+    every fix of the notebook)."""
+    cells = [
+        code_cell("%matplotlib inline\n", 1),
+        code_cell(
+            TRAIN
+            + 'print("%d steps"\n      % 3)\nrows = [\n    "%s"\n    % x,\n]\n'
+            + 'text = """\n%not a magic\n"""\ntotal = 7 \\\n% 2\n',
+            2,
+        ),
+        code_cell("!nvidia-smi\n%time y = 1\nz = (y\n     % 2)\n", 3),
+    ]
+    text = notebook(cells)
+    valid(text)
+    (tmp_path / "nb.ipynb").write_text(text)
+    result = run("check", "--no-cache", "--output-format", "json", "nb.ipynb", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert codes(result) == [("nb.ipynb", "ACL101"), ("nb.ipynb", "ACL102")]
+    result = run("fix", "--apply", "--no-cache", "nb.ipynb", cwd=tmp_path)
+    assert "Traceback" not in result.stderr
+    fixed = json.loads((tmp_path / "nb.ipynb").read_text())
+    source = "".join(fixed["cells"][1]["source"])
+    assert "pin_memory=True" in source
+    assert 'print("%d steps"\n      % 3)\n' in source and "%not a magic" in source
+    assert "".join(fixed["cells"][2]["source"]) == "!nvidia-smi\n%time y = 1\nz = (y\n     % 2)\n"
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_naming_excluded_directories_behaves_the_same_for_one_or_several(
+    tmp_path: Path, command: str
+) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name / "build" / "build").mkdir(parents=True)
+        (tmp_path / name / "build" / "train.py").write_text(TRAIN)
+        (tmp_path / name / "build" / "build" / "nested.py").write_text(TRAIN)  # excluded
+    args = ["--no-cache", "--output-format", "json"] if command == "check" else ["--no-cache"]
+    one = run(command, *args, "a/build", cwd=tmp_path)
+    both = run(command, *args, "a/build", "b/build", cwd=tmp_path)
+    assert one.returncode == both.returncode == 1, both.stderr
+    assert "No Python files found" not in both.stderr
+    if command == "check":
+        assert codes(one) == [("a/build/train.py", "ACL101"), ("a/build/train.py", "ACL102")]
+        assert codes(both) == [
+            *codes(one), ("b/build/train.py", "ACL101"), ("b/build/train.py", "ACL102")
+        ]  # fmt: skip
+    else:
+        assert "a/build/train.py" in both.stdout and "b/build/train.py" in both.stdout
+        assert "nested.py" not in both.stdout
+    # pre-commit's --force-exclude: an excluded directory named is left out, one or several
+    forced = run(command, *args, "--force-exclude", "a/build", "b/build", cwd=tmp_path)
+    assert forced.returncode == 0 and "No Python files found" in forced.stderr
+
+
+PY2 = """\
+import torch
+from torch.utils.data import DataLoader
+
+try:
+    import cPickle as pickle
+except ImportError, e:
+    print(e)
+loader = DataLoader(torch.load("records.pt"), batch_size=8)
+"""
+
+# PEP 701 (Python 3.12+) f-strings, as CPython 3.13's own test_fstring.py writes them
+FSTRINGS = (
+    TRAIN
+    + """\
+names = ["a", "b"]
+print(f"{"\\n".join(names)}")
+print(f"{f"{f"{names[0]}"}"}")
+print(f"{'\\t'.join(names)!r:>{10}}")
+total = f"{(
+    1 +  # a comment inside the replacement field
+    2
+)}"
+"""
+)
+
+PY314_EXCEPT = """\
+try:
+    import foo
+except ImportError, ModuleNotFoundError:
+    pass
+"""
+
+
+def test_python2_except_is_acl000_and_newer_f_strings_are_linted(tmp_path: Path) -> None:
+    (tmp_path / "old.py").write_text(PY2)
+    (tmp_path / "fstrings.py").write_text(FSTRINGS)
+    (tmp_path / "except314.py").write_text(PY314_EXCEPT + TRAIN)
+    result = run("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    found = findings(result)
+    if sys.version_info < (3, 12):
+        # read with libcst's grammar, said so; never a false ACL000
+        assert "fstrings.py: uses syntax newer than Python 3.11 (f-string" in result.stderr
+    assert [(f, c) for f, c, _ in found if f == "fstrings.py"] == [
+        ("fstrings.py", "ACL101"), ("fstrings.py", "ACL102")
+    ]  # fmt: skip
+    if sys.version_info < (3, 14):
+        # Python 3.14 reads `except E, e:` as `except (E, e):`; `e` is no exception class
+        assert [(f, c, m) for f, c, m in found if f == "old.py"] == [
+            (
+                "old.py",
+                "ACL000",
+                "SyntaxError: multiple exception types must be parenthesized: Python 2's "
+                "`except E, e:` (Python 3 writes `except E as e:`)",
+            )
+        ]
+        # CapWords classes: the 3.14 form, linted and said so
+        assert [c for f, c, _ in found if f == "except314.py"] == ["ACL101", "ACL102"]
+        assert "except314.py: uses syntax newer" in result.stderr
+
+
+def test_a_cell_source_that_is_not_text_is_acl000_for_that_cell(tmp_path: Path) -> None:
+    """nbformat rejects such a notebook; it was linted as `str(42)` (or crashed on a
+    list holding a number)."""
+    nbformat = pytest.importorskip("nbformat")
+    text = notebook([code_cell(42, 1), code_cell(["import torch\n", 7], 2), code_cell(TRAIN, 3)])
+    with pytest.raises(nbformat.ValidationError):
+        nbformat.validate(json.loads(text))
+    (tmp_path / "nb.ipynb").write_text(text)
+    before = (tmp_path / "nb.ipynb").read_bytes()
+    result = run("check", "--no-cache", "--output-format", "json", "nb.ipynb", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    rows = [(d["cell"], d["code"], d["message"]) for d in json.loads(result.stdout)]
+    assert rows[:2] == [
+        (1, "ACL000", "not a valid notebook: the cell's `source` is not text (found int)"),
+        (
+            2,
+            "ACL000",
+            "not a valid notebook: the cell's `source` is not text (found a list of int, str)",
+        ),
+    ]
+    assert [c for _, c, _ in rows[2:]] == ["ACL101", "ACL102"]
+    run("fix", "--apply", "--no-cache", "nb.ipynb", cwd=tmp_path)
+    assert (tmp_path / "nb.ipynb").read_bytes() == before  # no fixes in a broken notebook
+
+
+def test_a_notebook_large_only_by_its_outputs_is_linted(tmp_path: Path) -> None:
+    """8 MB of a PNG output and 300 bytes of code: linted and fixed (it was refused as
+    "too large"); a notebook with 6 MB of code is still refused, by its code's size."""
+    import base64
+
+    image = base64.b64encode(os.urandom(6_000_000)).decode()
+    cell = code_cell(TRAIN, 1)
+    cell["execution_count"] = 1
+    cell["outputs"] = [
+        {
+            "output_type": "display_data",
+            "data": {"image/png": image, "text/plain": ["<Figure>"]},
+            "metadata": {},
+        }
+    ]
+    text = notebook([cell])
+    valid(text)
+    assert len(text) > 8_000_000
+    (tmp_path / "big.ipynb").write_text(text)
+    (tmp_path / "code.ipynb").write_text(notebook([code_cell("x = 1\n" * 1_000_000, 1)]))
+    result = run("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path)
+    assert findings(result) == [
+        ("big.ipynb", "ACL101", findings(result)[0][2]),
+        ("big.ipynb", "ACL102", findings(result)[1][2]),
+        (
+            "code.ipynb",
+            "ACL000",
+            "the notebook's code is too large to lint (6.0 MB; the limit is 5 MB)",
+        ),
+    ]  # fmt: skip
+    result = run("fix", "--apply", "--no-cache", "big.ipynb", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    fixed = json.loads((tmp_path / "big.ipynb").read_text())
+    assert "pin_memory=True" in "".join(fixed["cells"][0]["source"])
+    assert fixed["cells"][0]["outputs"][0]["data"]["image/png"] == image
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_a_configuration_that_is_a_device_is_said_so(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    result = run("check", "--config", "/dev/zero", "train.py", cwd=tmp_path, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "accel-lint: error: /dev/zero: not a regular file (a character device), "
+        "so not a configuration file\n"
+    )
+    missing = run("check", "--config", "nowhere.toml", "train.py", cwd=tmp_path)
+    assert missing.stderr == "accel-lint: error: nowhere.toml: configuration file not found\n"
