@@ -369,3 +369,71 @@ def test_a_configuration_that_is_a_device_is_said_so(tmp_path: Path) -> None:
     )
     missing = run("check", "--config", "nowhere.toml", "train.py", cwd=tmp_path)
     assert missing.stderr == "accel-lint: error: nowhere.toml: configuration file not found\n"
+
+
+# -- left running ----------------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _wait_gone(pids: list[int], timeout: float = 30) -> list[int]:
+    """The pids still alive once each has ended or `timeout` passed, waiting on the
+    kernel's exit event (a pidfd), not polling."""
+    import select
+
+    alive = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                alive.append(pid)
+        finally:
+            os.close(fd)
+    return alive
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"), reason="Linux /proc"
+)
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_signal_to_the_main_check_process_alone_ends_its_workers(
+    tmp_path: Path, sig: str
+) -> None:
+    """What systemd, `docker stop` and CI runners send: SIGTERM to the main process,
+    not its group. It exits 143 and its workers end with it (they ran on at full
+    CPU); SIGKILL, which no handler sees, ends them too (the kernel, on the parent's
+    death)."""
+    import signal
+    import time
+
+    for i in range(400):
+        (tmp_path / f"train_{i}.py").write_text(TRAIN * 60)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accel_lint", "check", "--no-cache", "-j", "2", "."],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        workers: list[int] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
+            workers = _children(proc.pid)
+            time.sleep(0.05)
+        assert proc.poll() is None and len(workers) == 2, "no two workers to stop"
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == (143 if sig == "SIGTERM" else -signal.SIGKILL), err.decode()
+        assert b"Traceback" not in err
+        assert _wait_gone(workers) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
