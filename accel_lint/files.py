@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -55,6 +55,25 @@ def discover(paths: Iterable[str], settings: Settings, *, force_exclude: bool = 
         else:
             found[os.path.normpath(path)] = None  # missing/unreadable: ACL000 when read
     return sorted(found)
+
+
+def once_each(files: Sequence[str]) -> list[str]:
+    """`files` without the second path to a file already listed (a hard link, a
+    symbolic link or a linked folder): what writes files must write each once, by
+    identity (device and inode), or it would find its own write a change on disk."""
+    seen: set[tuple[int, int]] = set()
+    out: list[str] = []
+    for path in files:
+        try:
+            info = os.stat(path)
+        except OSError:
+            out.append(path)  # its read error is reported as it is
+            continue
+        key = (info.st_dev, info.st_ino)
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+    return out
 
 
 def _walk(root: Path, settings: Settings, ignore: GitIgnore | None) -> Iterator[str]:

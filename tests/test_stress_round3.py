@@ -437,3 +437,57 @@ def test_a_signal_to_the_main_check_process_alone_ends_its_workers(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# -- written where it must not be, or lost ---------------------------------------------
+
+
+def _xattrs_supported(path: Path) -> bool:
+    probe = path / "probe"
+    probe.write_text("")
+    try:
+        os.setxattr(probe, "user.probe", b"1")
+    except (OSError, AttributeError):
+        return False
+    finally:
+        probe.unlink()
+    return True
+
+
+def test_fix_apply_keeps_extended_attributes(tmp_path: Path) -> None:
+    if not _xattrs_supported(tmp_path):
+        pytest.skip("no user extended attributes on this file system")
+    train = tmp_path / "train.py"
+    train.write_text(TRAIN)
+    os.setxattr(train, "user.origin", b"https://example.org/train.py")
+    os.setxattr(train, "user.checksum", b"\x00\x01binary")
+    result = run("fix", "--apply", "--no-cache", "train.py", cwd=tmp_path)
+    assert "Traceback" not in result.stderr and "error" not in result.stderr, result.stderr
+    assert "pin_memory=True" in train.read_text()
+    assert sorted(os.listxattr(train)) == ["user.checksum", "user.origin"]
+    assert os.getxattr(train, "user.origin") == b"https://example.org/train.py"
+    assert os.getxattr(train, "user.checksum") == b"\x00\x01binary"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("how", ["hard link", "linked folder"])
+def test_the_same_file_reached_twice_is_fixed_once(tmp_path: Path, how: str) -> None:
+    """It was fixed through the first path, then reported as "changed on disk while
+    accel-lint was fixing it" through the second, exit 2."""
+    (tmp_path / "src").mkdir()
+    train = tmp_path / "src" / "train.py"
+    train.write_text(TRAIN)
+    if how == "hard link":
+        os.link(train, tmp_path / "src" / "same.py")
+        paths = ["."]
+    else:
+        os.symlink("src", tmp_path / "linked")
+        paths = ["src", "linked"]  # a walk does not follow links; named, both are read
+    result = run("fix", "--apply", "--no-cache", *paths, cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    assert "changed on disk" not in result.stderr and "error" not in result.stderr
+    assert "in 1 file." in result.stderr, result.stderr
+    fixed = train.read_text()
+    assert fixed.count("pin_memory=True") == 1
+    again = run("fix", "--apply", "--no-cache", *paths, cwd=tmp_path)
+    assert train.read_text() == fixed and "Fixed" not in again.stderr
