@@ -294,7 +294,7 @@ def run(
 def _started(
     target: Target, spec: RunSpec, work: Path, out: Path, env: dict[str, str], marker: str
 ) -> tuple[int | None, bool]:
-    with open(out / "output.txt", "wb") as output:
+    with open(out / "output.txt", "wb") as output, processes.spawning():
         proc = subprocess.Popen(
             command(target, spec.launch),
             cwd=work,
@@ -305,15 +305,15 @@ def _started(
             start_new_session=True,
         )
         processes.started(proc.pid, marker)
-        try:
-            return proc.wait(timeout=target.timeout), False
-        except subprocess.TimeoutExpired:
-            processes.end_run(proc.pid, marker)
-            proc.wait()
-            return None, True
-        finally:
-            # the stop leaves DataLoader workers behind; a process may have detached
-            processes.end_run(proc.pid, marker)
+    try:
+        return proc.wait(timeout=target.timeout), False
+    except subprocess.TimeoutExpired:
+        processes.end_run(proc.pid, marker)
+        proc.wait()
+        return None, True
+    finally:
+        # the stop leaves DataLoader workers behind; a process may have detached
+        processes.end_run(proc.pid, marker)
 
 
 def _forked(
