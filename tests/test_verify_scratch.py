@@ -328,3 +328,56 @@ def test_grandchildren_that_shed_session_and_environment_are_ended(tmp_path: Pat
     finally:
         for pid in _marked(token):
             os.kill(pid, signal.SIGKILL)
+
+
+LINKED_WRITES = """
+    import os
+    print("dataset:", open("data/values.txt").read().strip())  # a read through a link
+    with open("own.txt", "w") as fh:  # inside the copy: fine
+        fh.write("mine")
+    for attempt in (
+        lambda: open("logs/run.log", "a"),
+        lambda: open("out/model.pt", "wb"),
+        lambda: os.open("out/new.bin", os.O_WRONLY | os.O_CREAT),
+        lambda: os.makedirs("out/ckpt/epoch1"),
+    ):
+        try:
+            attempt()
+        except PermissionError as exc:
+            print("refused:", exc.filename, "|", exc.strerror)
+    open("out/model.pt", "wb").write(b"overwritten")
+"""
+
+
+def test_writes_through_a_link_out_of_the_copy_are_refused_and_reads_work(
+    tmp_path: Path,
+) -> None:
+    """A log file and an output folder linked elsewhere: the user's files were
+    written once per run. Reads through the dataset's link keep working."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "out").mkdir(parents=True)
+    (elsewhere / "data").mkdir()
+    (elsewhere / "data" / "values.txt").write_text("1 2 3\n")
+    (elsewhere / "run.log").write_text("the user's log\n")
+    (elsewhere / "out" / "model.pt").write_bytes(b"the user's model")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "logs").mkdir()
+    os.symlink(elsewhere / "run.log", project / "logs" / "run.log")
+    os.symlink(elsewhere / "out", project / "out")
+    os.symlink(elsewhere / "data", project / "data")
+    before = _tree(elsewhere)
+    result = _run(project, LINKED_WRITES, tmp_path)
+    assert _tree(elsewhere) == before  # the user's files are unchanged
+    assert "dataset: 1 2 3" in result.output
+    refused = [line for line in result.output.splitlines() if line.startswith("refused:")]
+    assert [line.split(" | ")[0] for line in refused] == [
+        "refused: logs/run.log",
+        "refused: out/model.pt",
+        "refused: out/new.bin",
+        "refused: out/ckpt",  # makedirs stops at the first folder it would make
+    ]
+    assert all("the script writes outside its folder" in line for line in refused)
+    assert result.returncode == 1  # the last, unguarded write ends the script
+    assert "PermissionError" in result.output and "writes outside its folder" in result.output
+    assert (_work(result) / "own.txt").read_text() == "mine"
