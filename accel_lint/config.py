@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -191,11 +192,14 @@ def find_config(start: Path) -> Path | None:
     """The nearest accel-lint.toml, or pyproject.toml with [tool.accel-lint]."""
     directory = start if start.is_dir() else start.parent
     for candidate_dir in [directory, *directory.parents]:
+        # os.path.isfile: a directory we may not search holds no configuration we can use
         own = candidate_dir / "accel-lint.toml"
-        if own.is_file():
+        if os.path.isfile(own):
             return own
         pyproject = candidate_dir / "pyproject.toml"
-        if pyproject.is_file() and "accel-lint" in _table(_read_toml(pyproject), "tool", pyproject):
+        if os.path.isfile(pyproject) and "accel-lint" in _table(
+            _read_toml(pyproject), "tool", pyproject
+        ):
             return pyproject
     return None
 
@@ -363,8 +367,9 @@ def load_settings(
     table: dict[str, Any] = {}
     extended: list[Path] = []
     if path is not None:
-        if not path.is_file():
-            raise ConfigError(f"{path}: configuration file not found")
+        problem = _not_a_config_file(path)
+        if problem is not None:
+            raise ConfigError(f"{path}: {problem}")
         table = _extended_table(path, extended)
     where = path or Path("<defaults>")
     unknown = sorted(set(table) - _KEYS)
@@ -439,6 +444,31 @@ def load_settings(
     )
 
 
+def _not_a_config_file(path: Path) -> str | None:
+    """Why `path` cannot be a configuration file (before anything is read from it: a
+    device such as /dev/zero would never end), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "configuration file not found"
+    except OSError as exc:
+        return f"cannot read configuration file: {exc.strerror}"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a configuration file"
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+        return f"not a regular file ({kind}), so not a configuration file"
+    return None
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
 def _extended_table(path: Path, chain: list[Path]) -> dict[str, Any]:
     """The file's table on top of the one its `extend` names (relative to the file),
     recursively; `rules` and `per-file-ignores` merge per entry, other keys replace."""
@@ -451,8 +481,9 @@ def _extended_table(path: Path, chain: list[Path]) -> dict[str, Any]:
     base_path = (path.parent / os.path.expanduser(target)).resolve()
     if base_path in chain or base_path == path.resolve():
         raise ConfigError(f"{path}: `extend` makes a cycle through {base_path}")
-    if not base_path.is_file():
-        raise ConfigError(f"{path}: `extend`: {base_path} not found")
+    problem = _not_a_config_file(base_path)
+    if problem is not None:
+        raise ConfigError(f"{path}: `extend`: {base_path}: {problem}")
     chain.append(base_path)
     base = _extended_table(base_path, chain)
     merged = {**base, **table}

@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from accel_lint.config import Settings
 from accel_lint.gitignore import GitIgnore
 
 MAX_BYTES = 5 * 1024 * 1024  # libcst needs seconds per 100 kB of one huge literal
+# A notebook's outputs (images, tables) are not linted: its file may be larger, and
+# its code cells are held to MAX_BYTES once read (`too_large`). This bounds the JSON
+# parse (about 5 times the file in memory).
+NOTEBOOK_MAX_BYTES = 64 * 1024 * 1024
+
+
+def limit_for(path: str) -> int:
+    return NOTEBOOK_MAX_BYTES if path.lower().endswith(".ipynb") else MAX_BYTES
+
+
+def too_large(size: int, what: str = "file") -> str | None:
+    """Why `size` bytes of code are too many to lint, or None."""
+    return _too_large(size, MAX_BYTES, what) if size > MAX_BYTES else None
 
 
 def discover(paths: Iterable[str], settings: Settings, *, force_exclude: bool = False) -> list[str]:
@@ -23,8 +37,16 @@ def discover(paths: Iterable[str], settings: Settings, *, force_exclude: bool = 
     for raw in paths:
         path = Path(raw)
         ignore = GitIgnore.for_path(path) if settings.respect_gitignore else None
-        if path.is_dir():
-            for file in _walk(path, settings, ignore):
+        if os.path.isdir(path):  # False where it cannot be looked at: read error later
+            below = settings
+            if settings.is_excluded(path):
+                if force_exclude:
+                    continue
+                # a directory named by the user is linted even when excluded (`build`),
+                # as a named file is; exclusions apply to what lies below it, whatever
+                # other paths share the command line
+                below = replace(settings, root=Path(os.path.abspath(path)))
+            for file in _walk(path, below, ignore):
                 found[os.path.normpath(file)] = None
         elif force_exclude and (
             settings.is_excluded(path) or (ignore is not None and ignore.ignored_with_parents(path))
@@ -33,6 +55,25 @@ def discover(paths: Iterable[str], settings: Settings, *, force_exclude: bool = 
         else:
             found[os.path.normpath(path)] = None  # missing/unreadable: ACL000 when read
     return sorted(found)
+
+
+def once_each(files: Sequence[str]) -> list[str]:
+    """`files` without the second path to a file already listed (a hard link, a
+    symbolic link or a linked folder): what writes files must write each once, by
+    identity (device and inode), or it would find its own write a change on disk."""
+    seen: set[tuple[int, int]] = set()
+    out: list[str] = []
+    for path in files:
+        try:
+            info = os.stat(path)
+        except OSError:
+            out.append(path)  # its read error is reported as it is
+            continue
+        key = (info.st_dev, info.st_ino)
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+    return out
 
 
 def _walk(root: Path, settings: Settings, ignore: GitIgnore | None) -> Iterator[str]:
@@ -70,13 +111,16 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXE
 _OPEN_FLAGS |= getattr(os, "O_BINARY", 0)
 
 
-def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes (links followed).
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (links followed; by
+    default `limit_for(path)`).
 
     Anything else (a FIFO, a device such as /dev/zero, a socket) is refused from
     `fstat` on the opened descriptor, before a byte is read, so it can neither
     block nor be read until memory runs out.
     """
+    if limit is None:
+        limit = limit_for(path)
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except IsADirectoryError:
@@ -114,5 +158,5 @@ def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
         os.close(fd)
 
 
-def _too_large(size: int, limit: int) -> str:
-    return f"file is too large to lint ({size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB)"
+def _too_large(size: int, limit: int, what: str = "file") -> str:
+    return f"{what} is too large to lint ({size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB)"

@@ -143,6 +143,9 @@ def _fix_loop(
             AppliedFix(f.code, f.fix.message, f.equivalence) for f in kept if f.fix is not None
         )
         text = new_text
+        # the next pass parses the fixed text: this pass's tree goes first, so one
+        # file never holds two trees at once (they were each gigabytes at 5 MB)
+        del analysis, chosen
         # a fix can bring in another rule's trigger words (a DDP migration makes the
         # script distributed, and its `torch.load` then needs map_location): the next
         # pass also runs the enabled rules the fixed text may now match

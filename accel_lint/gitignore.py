@@ -99,8 +99,11 @@ def _read(path: Path) -> list[_Pattern]:
 
 def repository_root(start: Path) -> Path | None:
     for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory
+        try:
+            os.stat(directory / ".git")
+        except OSError:  # absent, or a directory above it that we may not search
+            continue
+        return directory
     return None
 
 
@@ -135,7 +138,9 @@ class GitIgnore:
 
     @classmethod
     def for_path(cls, path: Path) -> GitIgnore | None:
-        root = repository_root(path.resolve())
+        # realpath, not Path.resolve: a symlink loop named by the user is that file's
+        # read error (ACL000), not the whole run's RuntimeError
+        root = repository_root(Path(os.path.realpath(path)))
         return cls(root) if root is not None else None
 
     def _patterns(self, directory: Path) -> list[_Pattern]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, parse_error
-from accel_lint.files import ReadError, read_bytes
+from accel_lint.files import ReadError, read_bytes, too_large
 from accel_lint.rules import RULES, RuleEntry
 from accel_lint.source import DecodeError, Source, decode, skip_file, syntax_check
 
@@ -54,6 +54,9 @@ def lint_bytes(
     where the text is unchanged."""
     if path.lower().endswith(".ipynb"):
         return _lint_notebook(path, data, settings, with_edits)
+    large = too_large(len(data))  # what the CLI cannot read, the server and stdin pass
+    if large is not None:
+        return FileReport(path, [parse_error(path, large)])
     if skip_file(data):
         return FileReport(path)
     try:
@@ -306,6 +309,10 @@ def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
     if path.lower().endswith(".ipynb"):
         return _fix_notebook(path, data, settings)
     report = FixReport(path, data)
+    large = too_large(len(data))
+    if large is not None:
+        report.remaining.append(parse_error(path, large))
+        return report
     if skip_file(data):
         return report
     try:

@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accel_lint.diagnostic import Diagnostic, Edit, FixView, parse_error
+from accel_lint.files import too_large
 from accel_lint.source import compile_ast, syntax_check
 
 SUFFIX = ".ipynb"
@@ -32,6 +37,9 @@ _MAGIC = "pass  # accel-lint-magic: {}"
 _MAGIC_RE = re.compile(r"^([ \t]*)pass  # accel-lint-magic: (\d+)$")
 # a line magic, a shell escape, `x = !cmd` / `x = %magic`, or help (`obj?`, `?obj`)
 _MAGIC_LINE = re.compile(r"^[ \t]*(?:[%!?]|[\w.]+[ \t]*=[ \t]*[%!]|[\w.()]+\?\??[ \t]*$)")
+# Python frames for the JSON decoder: a notebook nesting deeper is ACL000 (the
+# C decoder uses little stack per level; this is far inside a main thread's 8 MB)
+_JSON_RECURSION_LIMIT = 4000
 # cell magics whose body is Python: only their first line is masked
 _PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun")
 
@@ -140,15 +148,27 @@ def load(path: str, data: bytes) -> Notebook | Diagnostic:
     """The notebook, or the ACL000 that says why it cannot be read."""
     try:
         raw = data.decode("utf-8-sig")
-        doc = json.loads(raw)
+        with _json_depth():
+            doc = json.loads(raw)
+            spans = _source_spans(raw) if isinstance(doc, dict) else {}
     except (UnicodeDecodeError, ValueError) as exc:
         return parse_error(path, f"not a valid notebook: invalid JSON ({exc})")
+    except (IndexError, AssertionError) as exc:  # pragma: no cover - json.loads accepted it
+        return parse_error(path, f"not a valid notebook: {exc}")
+    except RecursionError:
+        return parse_error(
+            path, "not a valid notebook: its JSON nests deeper than Python's recursion limit"
+        )
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
         return parse_error(path, "not a valid notebook: no `cells` list")
-    try:
-        spans = _source_spans(raw)
-    except (ValueError, IndexError) as exc:  # pragma: no cover - json.loads accepted it
-        return parse_error(path, f"not a valid notebook: {exc}")
+    code = sum(
+        len(_text(c.get("source")) or "")
+        for c in doc["cells"]
+        if isinstance(c, dict) and c.get("cell_type") == "code"
+    )
+    large = too_large(code, "the notebook's code")  # outputs are not linted
+    if large is not None:
+        return parse_error(path, large)
     book = Notebook(path, raw, spans)
     language = _language(doc)
     book.python = language in (None, "python")
@@ -158,9 +178,22 @@ def load(path: str, data: bytes) -> Notebook | Diagnostic:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
         if number not in spans:
             continue  # a code cell without a source key: nothing to read or write
+        text = _text(source)
+        if text is None:  # nbformat: a string or a list of strings; nothing to check, nor to fix
+            found = (
+                type(source).__name__
+                if not isinstance(source, list)
+                else "a list of " + (", ".join(sorted({type(line).__name__ for line in source})))
+            )
+            bad = parse_error(
+                path, f"not a valid notebook: the cell's `source` is not text (found {found})"
+            )
+            out.append(_SENTINEL.format(number))
+            book.cells.append(Cell(number, "", row + 1, 0, replace(bad, cell=number)))
+            row += 1
+            continue
         masked = _mask(text, book.magics)
         lines = masked.split("\n")
         if lines and lines[-1] == "":
@@ -177,6 +210,33 @@ def load(path: str, data: bytes) -> Notebook | Diagnostic:
         book.cells.append(entry)
     book.program = "\n".join(out) + "\n" if out else ""
     return book
+
+
+def _text(source: Any) -> str | None:
+    """A cell's `source` as text: a string, or a list of strings; None otherwise."""
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return None
+
+
+@contextmanager
+def _json_depth() -> Iterator[None]:
+    """Python's recursion limit raised for the JSON decoder (one frame per level:
+    metadata 1,000 brackets deep is valid nbformat), on the main thread only, whose
+    stack is the process's."""
+    limit = sys.getrecursionlimit()
+    raise_it = (
+        threading.current_thread() is threading.main_thread() and limit < _JSON_RECURSION_LIMIT
+    )
+    if raise_it:
+        sys.setrecursionlimit(_JSON_RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        if raise_it:
+            sys.setrecursionlimit(limit)
 
 
 def _language(doc: dict[str, Any]) -> str | None:
@@ -205,14 +265,66 @@ def _mask(text: str, magics: list[str]) -> str:
         [m] for m in _PYTHON_CELL_MAGICS
     ]
     out = []
+    state = _LineState()
     for number, line in enumerate(lines):
-        if (whole and (line.strip() or number == 0)) or (line.strip() and _MAGIC_LINE.match(line)):
+        starts = state.at_logical_start()
+        if (whole and (line.strip() or number == 0)) or (
+            starts and line.strip() and _MAGIC_LINE.match(line)
+        ):
             indent = line[: len(line) - len(line.lstrip())] if not whole else ""
             out.append(indent + _MAGIC.format(len(magics)))
             magics.append(line)
         else:
             out.append(line)
+            state.feed(line)
     return "\n".join(out)
+
+
+class _LineState:
+    """Where a line of Python leaves the tokenizer, for one question: does the next
+    line start a logical line? A magic starts one; a line that continues a bracket,
+    a triple-quoted string or a backslash (`print('%d'\n      % x)`) is Python."""
+
+    def __init__(self) -> None:
+        self.depth = 0  # open brackets
+        self.quote: str | None = None  # the open string's delimiter
+        self.backslash = False
+
+    def at_logical_start(self) -> bool:
+        return self.depth == 0 and self.quote is None and not self.backslash
+
+    def feed(self, line: str) -> None:
+        self.backslash = False
+        i, n = 0, len(line)
+        while i < n:
+            if self.quote is not None:
+                end = line.find(self.quote, i)
+                slash = line.find("\\", i)
+                if slash != -1 and (end == -1 or slash < end):
+                    i = slash + 2
+                    continue
+                if end == -1:
+                    if len(self.quote) == 1:
+                        self.quote = None  # an unterminated one-line string: an error anyway
+                    return
+                i = end + len(self.quote)
+                self.quote = None
+                continue
+            c = line[i]
+            if c == "#":
+                return
+            if c in "\"'":
+                triple = line.startswith(c * 3, i)
+                self.quote = c * 3 if triple else c
+                i += 3 if triple else 1
+                continue
+            if c in "([{":
+                self.depth += 1
+            elif c in ")]}":
+                self.depth = max(0, self.depth - 1)
+            elif c == "\\" and i == n - 1:
+                self.backslash = True
+            i += 1
 
 
 def _cell_error(path: str, text: str, cell: int) -> Diagnostic:

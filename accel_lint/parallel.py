@@ -16,7 +16,8 @@ import multiprocessing.connection
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
@@ -49,8 +50,56 @@ def available_cpus() -> int:
 def _ignore_sigint(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
     # Ctrl-C reaches the whole process group: the parent alone decides what to do.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the parent's SIGTERM handler (`_terminate_on_sigterm`) is not the worker's:
+    # terminate() must end a worker, not raise inside the file it checks
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
     if initializer is not None:
         initializer(*initargs)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """On Linux, the kernel kills this worker when its parent dies, however it dies
+    (SIGKILL, the out-of-memory killer): a worker never checks on at full CPU for
+    nobody."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - no prctl
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def _terminate_on_sigterm() -> Iterator[None]:
+    """SIGTERM (systemd, `docker stop`, CI runners) raises SystemExit(143) in the
+    main thread while workers run, so the way out ends them (`_stop`) as Ctrl-C does;
+    the default action would end this process alone and leave them running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        yield  # someone else's handler (an embedding program): theirs to decide
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_chunk(func: Callable[[T], R], chunk: list[tuple[int, T]]) -> list[tuple[int, R]]:
@@ -102,6 +151,19 @@ def map_ordered(
     `on_crash(item, how it died)` (without `on_crash`, it is computed in this
     process). A result is never silently missing.
     """
+    with _terminate_on_sigterm():
+        return _map_ordered(func, items, weights, jobs, initializer, initargs, on_crash)
+
+
+def _map_ordered(
+    func: Callable[[T], R],
+    items: Sequence[T],
+    weights: Sequence[int],
+    jobs: int,
+    initializer: Callable[..., None] | None,
+    initargs: tuple[Any, ...],
+    on_crash: Callable[[T, str], R] | None,
+) -> list[R]:
     results: dict[int, R] = {}
     chunks = chunked(weights, jobs)
     workers = min(jobs, len(chunks))

@@ -25,7 +25,7 @@ import io
 import sys
 import tokenize
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -167,9 +167,11 @@ def parse(
         return Parsed(None, too_deep(path))
     if rejected is None:
         return Parsed(module, tree=tree)
-    newer = _newer_syntax(module, exc_message=rejected.message)
+    newer = _newer_syntax(module)
     if newer is None:
         return Parsed(None, rejected)
+    if isinstance(newer, str):
+        return Parsed(None, replace(rejected, message=f"{rejected.message}: {newer}"))
     feature, version = newer
     running = f"{sys.version_info[0]}.{sys.version_info[1]}"
     note = (
@@ -299,6 +301,9 @@ class _NewerSyntax(cst.CSTVisitor):
 
     def __init__(self) -> None:
         self.found: tuple[str, tuple[int, int]] | None = None
+        # a construct of Python 2 that a newer grammar happens to accept: the file is old
+        self.python2: str | None = None
+        self._fstrings = 0  # f-strings open around the node visited
 
     def _see(self, feature: str, version: tuple[int, int]) -> None:
         if version > sys.version_info[:2] and (self.found is None or version > self.found[1]):
@@ -329,18 +334,45 @@ class _NewerSyntax(cst.CSTVisitor):
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         if isinstance(node.type, cst.Tuple) and not node.type.lpar:
-            self._see("except clause without parentheses", (3, 14))
+            last = node.type.elements[-1].value
+            if node.name is None and isinstance(last, cst.Name) and last.value[:1].islower():
+                # `except E, e:` binds `e` in Python 2; Python 3.14 would read it as the
+                # tuple `(E, e)` of exception classes, which are CapWords, not `e`
+                self.python2 = "Python 2's `except E, e:` (Python 3 writes `except E as e:`)"
+            else:
+                self._see("except clause without parentheses", (3, 14))
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._fstrings += 1
+        if self._fstrings == 1 and sys.version_info < (3, 12) and self.found is None:
+            # PEP 701 (3.12) lifted the limits on what an f-string may hold (its own
+            # quotes, backslashes, comments, line breaks): one this Python rejects is newer
+            code = _EMPTY.code_for_node(node)
+            try:
+                compile("(\n" + code + "\n)", "<f-string>", "eval", ast.PyCF_ONLY_AST)
+            except SyntaxError:
+                self._see(
+                    "f-string that reuses its quotes, or holds a backslash, comment or line break",
+                    (3, 12),
+                )
+            except (ValueError, RecursionError, MemoryError):
+                pass
+
+    def leave_FormattedString(self, original_node: cst.FormattedString) -> None:
+        self._fstrings -= 1
 
 
-def _newer_syntax(module: cst.Module, exc_message: str) -> tuple[str, tuple[int, int]] | None:
+_EMPTY = cst.Module([])
+
+
+def _newer_syntax(module: cst.Module) -> tuple[str, tuple[int, int]] | str | None:
+    """The newest construct newer than this Python, with its version; or why the file
+    is older Python (a str), or None when libcst shows nothing newer."""
     finder = _NewerSyntax()
     module.visit(finder)
-    if finder.found is not None:
-        return finder.found
-    if sys.version_info < (3, 12) and "f-string" in exc_message:
-        # PEP 701 (3.12) lifted the limits on what an f-string may contain
-        return ("f-string that reuses its quotes, or holds a backslash or comment", (3, 12))
-    return None
+    if finder.python2 is not None:
+        return finder.python2
+    return finder.found
 
 
 # -- where libcst fails on what CPython accepts ----------------------------------

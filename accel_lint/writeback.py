@@ -7,11 +7,13 @@ file's identity (its links, owner, group and mode).
   the caller says so.
 - A symbolic link is fixed at its target; the link stays a link.
 - The usual write is atomic: a temporary file in the same directory, flushed to
-  disk, given the original's mode (and owner and group), then renamed over it.
+  disk, given the original's mode (and owner and group) and extended attributes
+  (user attributes, ACLs, SELinux labels), then renamed over it.
 - A rename gives the path a new inode, so where that would change the file's
-  identity (more than one hard link, or an owner or group this process cannot
-  give the new inode) the file is rewritten in place through its own inode
-  instead, after the same comparison, under the open descriptor.
+  identity (more than one hard link, an owner or group this process cannot
+  give the new inode, an extended attribute it cannot copy) the file is
+  rewritten in place through its own inode instead, after the same comparison,
+  under the open descriptor.
 - A read-only file (no write permission bit) is left alone, even for root, who
   could write it: read-only is how people protect generated or vendored code.
 """
@@ -55,6 +57,8 @@ def write_fixed(path: str | os.PathLike[str], original: bytes, fixed: bytes) -> 
         return
     try:
         _replace(target, info, original, fixed)
+    except _XattrsNotCopied:
+        _write_in_place(target, original, fixed)  # the inode keeps what we cannot copy
     except PermissionError:
         # the directory does not let us create the temporary file, but the file
         # itself is writable: write through it, as for a hard link
@@ -94,6 +98,7 @@ def _replace(target: Path, info: os.stat_result, original: bytes, fixed: bytes) 
                 made = os.fstat(fh.fileno())
                 if (made.st_uid, made.st_gid) != (info.st_uid, info.st_gid):
                     os.fchown(fh.fileno(), info.st_uid, info.st_gid)
+            _copy_xattrs(target, fh.fileno())
         os.chmod(tmp, stat.S_IMODE(info.st_mode))  # after chown, which clears set-id bits
         _unchanged(target, original)  # as late as possible: just before the rename
         os.replace(tmp, target)
@@ -101,6 +106,27 @@ def _replace(target: Path, info: os.stat_result, original: bytes, fixed: bytes) 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+class _XattrsNotCopied(Exception):
+    pass
+
+
+def _copy_xattrs(source: Path, fd: int) -> None:
+    """The extended attributes of `source` (user attributes, ACLs, SELinux labels)
+    set on the new file; _XattrsNotCopied when one cannot be, so the caller writes
+    through the original inode instead."""
+    if not hasattr(os, "listxattr"):
+        return  # pragma: no cover - not Linux
+    try:
+        names = os.listxattr(source)
+    except OSError:
+        return  # the file system has none
+    try:
+        for name in names:
+            os.setxattr(fd, name, os.getxattr(source, name))
+    except OSError as exc:
+        raise _XattrsNotCopied(exc.filename or "") from exc
 
 
 def _write_in_place(target: Path, original: bytes, fixed: bytes) -> None:

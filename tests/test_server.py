@@ -306,3 +306,80 @@ def test_a_notebook_is_linted_as_one_program_and_reported_per_cell(tmp_path: Pat
             assert list(client.diagnostics[cell_uris[3]]) == []
 
     run(scenario)
+
+
+def _rss(pid: int) -> int:
+    """Resident memory of a process, in kB (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+def test_the_cli_s_size_limit_applies_and_closed_documents_free_their_memory(
+    tmp_path: Path,
+) -> None:
+    """A document `check` refuses (5.3 MB) is one ACL000 at once, not a 35 s parse;
+    a closed document's, and a closed notebook's, tree is given back (the server
+    kept gigabytes)."""
+    project(tmp_path)
+    body = "".join(f"value_{i} = compute({i}, scale=[{i}, {i + 1}])\n" for i in range(3_000))
+    big = tmp_path / "big.py"
+    notebook = tmp_path / "big.ipynb"
+    cell_uri = f"vscode-notebook-cell:{notebook}#cell0"
+    huge = tmp_path / "huge.py"
+
+    async def scenario() -> None:
+        async with session(tmp_path) as client:
+            pid = client._server.pid
+            found = await opened(client, tmp_path / "warm.py", TRAIN)
+            assert found
+            before = _rss(pid)
+            found = await opened(client, big, TRAIN + body)
+            assert [d.code for d in found] == ["ACL101", "ACL102"]
+            grown = _rss(pid) - before
+            client.text_document_did_close(
+                types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(big.as_uri()))
+            )
+            await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            assert _rss(pid) - before < grown / 3, (before, grown, _rss(pid))
+
+            client.notebook_document_did_open(
+                types.DidOpenNotebookDocumentParams(
+                    notebook_document=types.NotebookDocument(
+                        uri=notebook.as_uri(),
+                        notebook_type="jupyter-notebook",
+                        version=1,
+                        cells=[
+                            types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell_uri)
+                        ],
+                    ),
+                    cell_text_documents=[
+                        types.TextDocumentItem(
+                            uri=cell_uri, language_id="python", version=1, text=TRAIN + body
+                        )
+                    ],
+                )
+            )
+            while cell_uri not in client.diagnostics:
+                await asyncio.sleep(0.05)
+            assert [d.code for d in client.diagnostics[cell_uri]] == ["ACL101", "ACL102"]
+            client.notebook_document_did_close(
+                types.DidCloseNotebookDocumentParams(
+                    notebook_document=types.NotebookDocumentIdentifier(notebook.as_uri()),
+                    cell_text_documents=[types.TextDocumentIdentifier(cell_uri)],
+                )
+            )
+            while list(client.diagnostics[cell_uri]):
+                await asyncio.sleep(0.05)
+            assert _rss(pid) - before < grown / 3, (before, grown, _rss(pid))
+
+            text = TRAIN + "x = [" + "1, " * 1_800_000 + "]\n"
+            assert len(text) > 5.3e6
+            found = await opened(client, huge, text)
+            assert [(d.code, d.message) for d in found] == [
+                ("ACL000", "file is too large to lint (5.4 MB; the limit is 5 MB)")
+            ]
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=120))

@@ -77,8 +77,8 @@ def _fix(report: dict[str, Any], code: str) -> dict[str, Any]:
 
 
 def _assert_clean(scratch: Path) -> None:
-    # torch itself keeps a compile cache directory in TMPDIR, as it does outside verify
-    left = [p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor_")]
+    # torch's compile cache included (it left an empty $TMPDIR/torchinductor_<user>)
+    left = [p.name for p in scratch.iterdir()]
     assert left == [], "scratch directories were left behind"
     assert _processes_under(scratch) == [], "processes of a run are still alive"
 
@@ -635,6 +635,18 @@ def test_a_hanging_script_times_out_and_is_killed(tmp_path: Path) -> None:
     assert report["error"]["status"] == "timeout" and report["error"]["run"] == "original"
     assert "did not finish within 20 s" in report["error"]["message"]
     assert _fix(report, "ACL101")["verdict"] == "not-verifiable"
+    _assert_clean(scratch)
+
+
+@pytest.mark.slow
+def test_verify_leaves_no_compile_cache_directory_in_tmpdir(tmp_path: Path) -> None:
+    """torch makes $TMPDIR/torchinductor_<user> when inductor's config is imported;
+    every verification left it there, empty."""
+    script = _project(tmp_path, "import torch._inductor.config\n" + textwrap.dedent(_train()))
+    scratch = tmp_path / "tmp"
+    code, report, err = _verify(script, *FAST, scratch=scratch)
+    assert code in (0, 1), err
+    assert {f["code"] for f in report["fixes"]} >= {"ACL101"}
     _assert_clean(scratch)
 
 

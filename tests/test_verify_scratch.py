@@ -5,6 +5,7 @@ Real subprocesses; the scripts here do not import torch, so the runner stays idl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -182,7 +183,10 @@ def test_a_process_that_left_the_runs_session_is_ended_with_the_run(tmp_path: Pa
     result = _run(project, DETACH.format(code=GRANDCHILD, pidfile=str(pidfile)), tmp_path)
     assert result.returncode == 0, result.output
     pid = int(pidfile.read_text())
-    assert os.getsid(pid) == pid  # it had left the run's session
+    # it had left the run's session (it may be gone and reaped by now: verify, its
+    # subreaper, ends and reaps such orphans with the run)
+    with contextlib.suppress(ProcessLookupError):
+        assert os.getsid(pid) == pid
     deadline = time.monotonic() + 5
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -270,3 +274,110 @@ def test_sigterm_ends_every_run_and_removes_the_scratch(tmp_path: Path) -> None:
     assert left == []
     short = Path(run_tmpdir.read_text())
     assert len(os.fsencode(short)) < len(os.fsencode(scratch)) and not short.exists()
+
+
+# a grandchild that leaves the session and sheds the environment (the run's marker)
+# at once: by Popen, and by a double fork ending in execve with an empty environment
+SHED = """
+    import os, subprocess, sys, time
+    token = {token!r}
+    subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)", token],
+        start_new_session=True,
+        env={{}},
+    )
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.setsid()
+            argv = [sys.executable, "-c", "import time; time.sleep(600)", token]
+            os.execve(sys.executable, argv, {{}})
+        os._exit(0)
+    os.wait()
+    time.sleep(0.5)
+"""
+
+
+def _marked(token: str) -> list[int]:
+    """Live processes whose command line carries `token`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if token.encode() in cmdline and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, subreapers")
+def test_grandchildren_that_shed_session_and_environment_are_ended(tmp_path: Path) -> None:
+    """They survived, one per run: neither the run's group nor its environment marker
+    reaches them."""
+    import uuid
+
+    token = f"acl-shed-{uuid.uuid4().hex}"
+    project = tmp_path / "project"
+    project.mkdir()
+    try:
+        result = _run(project, SHED.format(token=token), tmp_path)
+        assert result.returncode == 0, result.output
+        assert _marked(token) == []
+    finally:
+        for pid in _marked(token):
+            os.kill(pid, signal.SIGKILL)
+
+
+LINKED_WRITES = """
+    import os
+    print("dataset:", open("data/values.txt").read().strip())  # a read through a link
+    with open("own.txt", "w") as fh:  # inside the copy: fine
+        fh.write("mine")
+    for attempt in (
+        lambda: open("logs/run.log", "a"),
+        lambda: open("out/model.pt", "wb"),
+        lambda: os.open("out/new.bin", os.O_WRONLY | os.O_CREAT),
+        lambda: os.makedirs("out/ckpt/epoch1"),
+    ):
+        try:
+            attempt()
+        except PermissionError as exc:
+            print("refused:", exc.filename, "|", exc.strerror)
+    open("out/model.pt", "wb").write(b"overwritten")
+"""
+
+
+def test_writes_through_a_link_out_of_the_copy_are_refused_and_reads_work(
+    tmp_path: Path,
+) -> None:
+    """A log file and an output folder linked elsewhere: the user's files were
+    written once per run. Reads through the dataset's link keep working."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "out").mkdir(parents=True)
+    (elsewhere / "data").mkdir()
+    (elsewhere / "data" / "values.txt").write_text("1 2 3\n")
+    (elsewhere / "run.log").write_text("the user's log\n")
+    (elsewhere / "out" / "model.pt").write_bytes(b"the user's model")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "logs").mkdir()
+    os.symlink(elsewhere / "run.log", project / "logs" / "run.log")
+    os.symlink(elsewhere / "out", project / "out")
+    os.symlink(elsewhere / "data", project / "data")
+    before = _tree(elsewhere)
+    result = _run(project, LINKED_WRITES, tmp_path)
+    assert _tree(elsewhere) == before  # the user's files are unchanged
+    assert "dataset: 1 2 3" in result.output
+    refused = [line for line in result.output.splitlines() if line.startswith("refused:")]
+    assert [line.split(" | ")[0] for line in refused] == [
+        "refused: logs/run.log",
+        "refused: out/model.pt",
+        "refused: out/new.bin",
+        "refused: out/ckpt",  # makedirs stops at the first folder it would make
+    ]
+    assert all("the script writes outside its folder" in line for line in refused)
+    assert result.returncode == 1  # the last, unguarded write ends the script
+    assert "PermissionError" in result.output and "writes outside its folder" in result.output
+    assert (_work(result) / "own.txt").read_text() == "mine"

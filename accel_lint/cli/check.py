@@ -25,7 +25,7 @@ from accel_lint.cli.common import (
     warn_if_empty,
 )
 from accel_lint.diagnostic import Diagnostic
-from accel_lint.files import discover
+from accel_lint.files import discover, once_each
 from accel_lint.lint import FileReport, lint_bytes, lint_paths
 from accel_lint.report import FORMATS, HUMAN, WITH_EDITS, render
 from accel_lint.report.text import render_statistics, render_statistics_json, use_color
@@ -138,6 +138,7 @@ def check(
 
         files = discover(shared.paths, shared.settings, force_exclude=force_exclude)
         warn_if_empty(files, shared.paths)
+        files = once_each(files)
         outcome = add_noqa_paths(files, shared.settings, use_cache=not no_cache, jobs=jobs)
         for path, error in outcome.errors:
             click.echo(f"accel-lint: error: {path}: {error}", err=True)

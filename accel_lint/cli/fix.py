@@ -23,7 +23,7 @@ from accel_lint.cli.common import (
 )
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic
-from accel_lint.files import discover
+from accel_lint.files import discover, once_each
 from accel_lint.lint import FixReport, fix_bytes, fix_paths
 from accel_lint.report.text import render_concise
 from accel_lint.writeback import WriteRefused, write_fixed
@@ -82,6 +82,7 @@ def fix(
     else:
         targets = discover(shared.paths, settings, force_exclude=force_exclude)
         warn_if_empty(targets, shared.paths)
+        targets = once_each(targets)
         reports = fix_paths(targets, settings, use_cache=not no_cache, jobs=jobs)
     remaining: list[Diagnostic] = []
     changed_files = fixed_count = bugs = 0

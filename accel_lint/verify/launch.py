@@ -181,11 +181,27 @@ def socket_safe_tmpdir(tmpdir: str) -> str:
     return _short_tmpdirs[0]
 
 
+_inductor_dirs: list[str] = []
+
+
+def inductor_cache_dir(tmpdir: str) -> str:
+    """Where the runs' torch keeps its compile cache: one directory per verify
+    process, removed at its exit (torch's default, $TMPDIR/torchinductor_<user>, was
+    left behind, empty, by every verification)."""
+    if not _inductor_dirs:
+        made = tempfile.mkdtemp(prefix="accel-lint-inductor-", dir=tmpdir)
+        atexit.register(shutil.rmtree, made, True)
+        _inductor_dirs.append(made)
+    return _inductor_dirs[0]
+
+
 def environment(
     config: RunConfig | None, threads: int, marker: str, base: dict[str, str] | None = None
 ) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env["TMPDIR"] = socket_safe_tmpdir(env.get("TMPDIR") or tempfile.gettempdir())
+    if "TORCHINDUCTOR_CACHE_DIR" not in env:  # a user's own choice is kept
+        env["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(env["TMPDIR"])
     previous = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(HOOK_DIR) + (os.pathsep + previous if previous else "")
     if config is not None:
@@ -294,7 +310,7 @@ def run(
 def _started(
     target: Target, spec: RunSpec, work: Path, out: Path, env: dict[str, str], marker: str
 ) -> tuple[int | None, bool]:
-    with open(out / "output.txt", "wb") as output:
+    with open(out / "output.txt", "wb") as output, processes.spawning():
         proc = subprocess.Popen(
             command(target, spec.launch),
             cwd=work,
@@ -305,15 +321,15 @@ def _started(
             start_new_session=True,
         )
         processes.started(proc.pid, marker)
-        try:
-            return proc.wait(timeout=target.timeout), False
-        except subprocess.TimeoutExpired:
-            processes.end_run(proc.pid, marker)
-            proc.wait()
-            return None, True
-        finally:
-            # the stop leaves DataLoader workers behind; a process may have detached
-            processes.end_run(proc.pid, marker)
+    try:
+        return proc.wait(timeout=target.timeout), False
+    except subprocess.TimeoutExpired:
+        processes.end_run(proc.pid, marker)
+        proc.wait()
+        return None, True
+    finally:
+        # the stop leaves DataLoader workers behind; a process may have detached
+        processes.end_run(proc.pid, marker)
 
 
 def _forked(

@@ -30,15 +30,16 @@ class WarmInterpreter:
         self.marker = processes.new_marker()
         env = {**env, RUN_MARKER_ENV: self.marker}
         self._log: IO[bytes] | None = open(log, "wb") if log else None  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [python, "-c", BOOT],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log or subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        processes.started(self.proc.pid, self.marker)
+        with processes.spawning():
+            self.proc = subprocess.Popen(
+                [python, "-c", BOOT],
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log or subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            processes.started(self.proc.pid, self.marker)
         self._hello: ServerHello | None = None
         self._ready = threading.Event()
         self._lock = threading.Lock()

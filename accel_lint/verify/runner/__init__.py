@@ -34,6 +34,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from ..protocol import CONFIG_ENV, EQUIV, RunConfig
+from .confine import confine_writes
 from .imports import PostImport, deterministic_inductor
 from .patches import install
 from .state import Runner
@@ -48,6 +49,8 @@ def activate(config: RunConfig | None = None, started: float | None = None) -> R
             return None
         config = json.loads(raw)
         assert config is not None
+    _keep_orphans()
+    confine_writes(os.getcwd())  # the run's copy of the script's folder
     runner = Runner(config) if started is None else Runner(config, started)
     sys.excepthook = runner.excepthook_wrapper(sys.excepthook)
     atexit.register(runner.at_exit)
@@ -59,3 +62,18 @@ def activate(config: RunConfig | None = None, started: float | None = None) -> R
         watch["torch._inductor.config"] = deterministic_inductor
     sys.meta_path.insert(0, PostImport(watch))
     return runner
+
+
+def _keep_orphans() -> None:
+    """Make this process of the run a child subreaper (Linux): a process the script
+    starts that detaches (new session, empty environment) stays under the run while
+    it lives, and reaches verify's process, which ends it, once the run has ended;
+    never init, where nothing would end it."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
