@@ -26,6 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from accel_lint.diagnostic import PARSE_ERROR
 from accel_lint.rules import BY_CODE, RULES, RuleEntry
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ class Settings:
     config_file: Path | None = None
     respect_gitignore: bool = True
     extended: tuple[Path, ...] = ()  # the files `extend` brought in, outermost last
+    # where `target_torch` came from, for `--show-settings`
+    target_torch_from: str = "default: the latest torch"
 
     def options_for(self, rule: type[Rule]) -> dict[str, Any]:
         values = {name: opt.default for name, opt in rule.options.items()}
@@ -158,7 +161,7 @@ def path_matches(path: str | os.PathLike[str], pattern: str, root: Path) -> bool
 def _check_codes(codes: Iterable[str], where: str) -> None:
     known = list(BY_CODE)
     for code in codes:
-        if code == "ALL":
+        if code in ("ALL", PARSE_ERROR):  # ACL000 is accepted; it cannot be turned off
             continue
         if not re.fullmatch(r"ACL\d{0,3}", code) or not any(k.startswith(code) for k in known):
             raise ConfigError(f"{where}: unknown rule code or prefix {code!r}")
@@ -419,10 +422,14 @@ def load_settings(
     if root.is_file():
         root = root.parent
     target: tuple[int, int] | None = None
+    target_from = "default: the latest torch"
     if "target-torch" in table:
         target = _target_torch(table["target-torch"], where)
-    else:
+        target_from = f"`target-torch` in {where}"
+    elif not isolated:  # --isolated reads no file, the project's dependencies included
         target = infer_target_torch(root / "pyproject.toml")
+        if target is not None:
+            target_from = f"the torch requirement in {root / 'pyproject.toml'}"
 
     rule_options = _rule_options(table.get("rules", {}), where)
     return Settings(
@@ -436,6 +443,7 @@ def load_settings(
         config_file=path,
         respect_gitignore=respect_gitignore,
         extended=tuple(extended),
+        target_torch_from=target_from,
     )
 
 

@@ -9,6 +9,7 @@ file (what pre-commit runs on every commit) never loads the verifier or rich.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import importlib
@@ -125,10 +126,8 @@ def _silence_closed_pipe() -> None:
     except OSError:
         return
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # not a real file
             os.dup2(devnull, stream.fileno())
-        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-            continue
     os.close(devnull)
 
 

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 import click
 
 from accel_lint.config import ConfigError, Selection, Settings, load_settings, parse_codes
+from accel_lint.diagnostic import PARSE_ERROR
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -128,6 +129,12 @@ def common(
         )
     except ConfigError as exc:
         fail(str(exc))
+    if PARSE_ERROR in cli.ignore:
+        click.echo(
+            f"accel-lint: warning: {PARSE_ERROR} (parse-error) cannot be turned off: a file "
+            "that cannot be read or parsed is always reported",
+            err=True,
+        )
     if stdin:
         anchor = Path(stdin_filename).resolve().parent if stdin_filename else Path.cwd()
     else:
@@ -182,7 +189,8 @@ def describe_settings(settings: Settings, files: Sequence[str]) -> str:
         f"Enabled rules: {', '.join(sorted(settings.enabled)) or '(none)'}",
         f"Unsafe fixes: {str(settings.unsafe_fixes).lower()}",
         "Target torch: "
-        + (".".join(map(str, settings.target_torch)) if settings.target_torch else "latest"),
+        + (".".join(map(str, settings.target_torch)) if settings.target_torch else "latest")
+        + f" (from {settings.target_torch_from})",
         f"Respect .gitignore: {str(settings.respect_gitignore).lower()}",
         f"Exclude: {', '.join(settings.exclude)}",
     ]

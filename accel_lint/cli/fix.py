@@ -13,6 +13,7 @@ from accel_lint.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     common,
+    fail,
     internal_error,
     jobs_option,
     read_stdin,
@@ -36,6 +37,11 @@ from accel_lint.writeback import WriteRefused, write_fixed
     "--apply", "apply_", is_flag=True, help="Write the fixes (without it, print the diff)."
 )
 @click.option(
+    "--diff",
+    is_flag=True,
+    help="Print the diff and write nothing (the default; accepted as ruff users type it).",
+)
+@click.option(
     "--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 when a file was changed."
 )
 @jobs_option
@@ -56,8 +62,11 @@ def fix(
     apply_: bool,
     exit_non_zero_on_fix: bool,
     jobs: int | None,
+    diff: bool = False,
 ) -> None:
     """Fix PATHS: print the unified diff, or write it with --apply."""
+    if diff and apply_:
+        fail("--diff prints the diff and writes nothing; it cannot be combined with --apply")
     shared = common(
         paths,
         select,
