@@ -18,6 +18,7 @@ from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.facts import FileFacts
 from accel_lint.facts.collector import FactsCollector, ScopeCloser
 from accel_lint.incremental import Reparser
+from accel_lint.layout import laid_out, needs_layout
 from accel_lint.parse import parse
 from accel_lint.positions import Locator
 from accel_lint.rewrite import apply_fixes_once
@@ -186,10 +187,19 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
 
 
 def fix_edits(analysis: Analysis, fix: Fix) -> list[Edit]:
-    """The text edits one fix makes, as the minimal changed spans of the file."""
+    """The text edits one fix makes, as the minimal changed spans of the file, with
+    the lines it made too long split as `fix` splits them (`layout.laid_out`)."""
     assert analysis.module is not None
+    original = analysis.source.text
     new_text = apply_fixes_once(analysis.module, [fix])
-    return text_edits(analysis.source.text, new_text)
+    if needs_layout(original, new_text):
+        try:
+            fixed = cst.parse_module(new_text, config=analysis.module.config_for_parsing)
+        except cst.ParserSyntaxError:  # the fixer drops such a fix; it is shown as it is
+            pass
+        else:
+            new_text = laid_out(original, fixed).code
+    return text_edits(original, new_text)
 
 
 def text_edits(old: str, new: str) -> list[Edit]:
