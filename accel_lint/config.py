@@ -1,8 +1,9 @@
 """`[tool.accel-lint]` configuration to a frozen `Settings`.
 
-Discovery: from the directory holding the linted paths upward, the first
-`accel-lint.toml`, or `pyproject.toml` with a `[tool.accel-lint]` table, wins
-(no merging, like ruff). Unknown keys and codes are errors naming the key.
+Discovery: from a directory upward, the first `accel-lint.toml`, or
+`pyproject.toml` with a `[tool.accel-lint]` table, wins (no merging, like ruff);
+the command line asks it for each linted file's directory, so every file gets
+the closest configuration above it (`cli.common`). Unknown keys and codes are errors naming the key.
 Rule selection is layered like ruff's: the file's `select`/`extend-select`/
 `ignore`, then the command line's; within a layer the most specific code or
 prefix wins and `ignore` wins ties.

@@ -157,3 +157,71 @@ def test_the_output_format_environment_variable_is_documented_and_works(tmp_path
     )
     assert ran.stdout.lstrip().startswith("[")
     assert "ACCEL_LINT_OUTPUT_FORMAT" in (ROOT / "README.md").read_text()
+
+
+ZERO_GRAD = """\
+import torch
+
+model = torch.nn.Linear(2, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    model(torch.ones(2)).sum().backward()
+    opt.step()
+"""
+
+
+def _repository(root: Path) -> Path:
+    """A repository whose root config selects ACL302 (torch latest: nothing to report)
+    and a sub-project whose own pyproject.toml says it runs on torch 1.13."""
+    (root / "pyproject.toml").write_text('[tool.accel-lint]\nselect = ["ACL302"]\n')
+    sub = root / "legacy"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text(
+        '[project]\nname = "legacy"\nversion = "0"\n\n'
+        '[tool.accel-lint]\nselect = ["ACL302"]\ntarget-torch = "1.13"\n'
+    )
+    (root / "train.py").write_text(ZERO_GRAD)
+    (sub / "train.py").write_text(ZERO_GRAD)
+    return sub
+
+
+def _codes(ran_stdout: str) -> list[str]:
+    return [line.split(": ACL")[0] for line in ran_stdout.splitlines() if ": ACL" in line]
+
+
+def test_each_file_gets_the_closest_configuration_above_it(tmp_path: Path) -> None:
+    sub = _repository(tmp_path)
+    concise = ("--no-cache", "--output-format", "concise")
+    at_root = cli("check", *concise, ".", cwd=tmp_path)
+    assert at_root.returncode == 1, at_root.stderr
+    assert _codes(at_root.stdout) == ["legacy/train.py:6:5"]
+    # the same from inside the sub-project, and for files named one by one (pre-commit)
+    assert _codes(cli("check", *concise, ".", cwd=sub).stdout) == ["train.py:6:5"]
+    named = cli("check", *concise, "train.py", "legacy/train.py", cwd=tmp_path)
+    assert _codes(named.stdout) == ["legacy/train.py:6:5"]
+    # fix follows the same settings: only the sub-project's file has a (unsafe) fix
+    diff = cli("fix", "--unsafe-fixes", "--no-cache", ".", cwd=tmp_path)
+    assert diff.returncode == 1
+    assert "+++ b/legacy/train.py" in diff.stdout and "+++ b/train.py" not in diff.stdout
+    shown = cli("check", "--show-settings", ".", cwd=tmp_path).stdout
+    assert f"Configuration file: {tmp_path / 'pyproject.toml'}" in shown
+    assert f"Configuration file: {sub / 'pyproject.toml'}" in shown
+    assert f"Target torch: 1.13 (from `target-torch` in {sub / 'pyproject.toml'})" in shown
+
+
+def test_config_and_isolated_override_the_hierarchy_for_every_file(tmp_path: Path) -> None:
+    _repository(tmp_path)
+    concise = ("--no-cache", "--output-format", "concise", "--select", "ACL302")
+    isolated = cli("check", *concise, "--isolated", ".", cwd=tmp_path)
+    assert isolated.returncode == 0 and _codes(isolated.stdout) == []
+    one = cli("check", *concise, "--config", "legacy/pyproject.toml", ".", cwd=tmp_path)
+    assert _codes(one.stdout) == ["legacy/train.py:6:5", "train.py:6:5"]
+
+
+def test_a_bad_sub_configuration_is_a_clear_error(tmp_path: Path) -> None:
+    sub = _repository(tmp_path)
+    (sub / "pyproject.toml").write_text('[tool.accel-lint]\nselect = ["ACL999"]\n')
+    ran = cli("check", "--no-cache", ".", cwd=tmp_path)
+    assert ran.returncode == 2
+    assert "unknown rule code or prefix 'ACL999'" in ran.stderr and "Traceback" not in ran.stderr

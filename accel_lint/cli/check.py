@@ -134,11 +134,16 @@ def check(
         )
         if shared.stdin:
             fail("--add-noqa needs files, not standard input")
-        from accel_lint.lint import add_noqa_paths
+        from accel_lint.lint import NoqaOutcome, add_noqa_paths
 
         files = discover(shared.paths, shared.settings, force_exclude=force_exclude)
         warn_if_empty(files, shared.paths)
-        outcome = add_noqa_paths(files, shared.settings, use_cache=not no_cache, jobs=jobs)
+        outcome = NoqaOutcome()
+        for group_settings, indices in shared.groups(files):
+            part = add_noqa_paths(
+                [files[i] for i in indices], group_settings, use_cache=not no_cache, jobs=jobs
+            )
+            outcome.merge(part)
         for path, error in outcome.errors:
             click.echo(f"accel-lint: error: {path}: {error}", err=True)
         n, m = outcome.lines, outcome.files
@@ -208,13 +213,20 @@ def check(
         if show_files or show_settings:
             warn_if_empty(files, shared.paths)
             if show_settings:
-                click.echo(describe_settings(settings, files), nl=False)
+                blocks = [
+                    describe_settings(group_settings, [files[i] for i in indices])
+                    for group_settings, indices in shared.groups(files)
+                ]
+                click.echo("\n".join(blocks), nl=False)
             else:
                 click.echo("".join(f"{os.path.abspath(f)}\n" for f in files), nl=False)
             sys.exit(EXIT_OK)
         warn_if_empty(files, shared.paths)
-        reports = lint_paths(
-            files, settings, with_edits=with_edits, use_cache=not no_cache, jobs=jobs
+        reports = shared.each(
+            files,
+            lambda group, group_settings: lint_paths(
+                group, group_settings, with_edits=with_edits, use_cache=not no_cache, jobs=jobs
+            ),
         )
     found: list[Diagnostic] = [d for r in reports for d in r.diagnostics]
     internal = [r for r in reports if r.internal_error]

@@ -91,7 +91,12 @@ def fix(
     else:
         targets = discover(shared.paths, settings, force_exclude=force_exclude)
         warn_if_empty(targets, shared.paths)
-        reports = fix_paths(targets, settings, use_cache=not no_cache, jobs=jobs)
+        reports = shared.each(
+            targets,
+            lambda group, group_settings: fix_paths(
+                group, group_settings, use_cache=not no_cache, jobs=jobs
+            ),
+        )
     remaining: list[Diagnostic] = []
     changed_files = fixed_count = bugs = 0
     for report in reports:
