@@ -66,6 +66,7 @@ _KEYS = frozenset(
         "rules",
         "extend",
         "respect-gitignore",
+        "baseline",
     }
 )
 
@@ -95,6 +96,7 @@ class Settings:
     extended: tuple[Path, ...] = ()  # the files `extend` brought in, outermost last
     # where `target_torch` came from, for `--show-settings`
     target_torch_from: str = "default: the latest torch"
+    baseline: Path | None = None  # `baseline = "FILE"`, relative to the configuration
 
     def options_for(self, rule: type[Rule]) -> dict[str, Any]:
         values = {name: opt.default for name, opt in rule.options.items()}
@@ -432,6 +434,12 @@ def load_settings(
         if target is not None:
             target_from = f"the torch requirement in {root / 'pyproject.toml'}"
 
+    baseline: Path | None = None
+    if "baseline" in table:
+        if not isinstance(table["baseline"], str) or not table["baseline"].strip():
+            raise ConfigError(f"{where}: `baseline` must be the path of a baseline file")
+        baseline = root / os.path.expanduser(table["baseline"])
+
     rule_options = _rule_options(table.get("rules", {}), where)
     return Settings(
         enabled=enabled,
@@ -445,6 +453,7 @@ def load_settings(
         respect_gitignore=respect_gitignore,
         extended=tuple(extended),
         target_torch_from=target_from,
+        baseline=baseline,
     )
 
 

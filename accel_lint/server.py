@@ -23,6 +23,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from accel_lint import __version__, noqa
+from accel_lint.baseline import Baseline, BaselineError
 from accel_lint.config import ConfigError, Settings, load_settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.engine import analyze, fix_edits, rules_for, text_edits
@@ -114,7 +115,22 @@ class AccelLintServer(LanguageServer):
                     types.MessageType.Error, f"accel-lint internal error:\n{report.internal_error}"
                 )
             )
-        return report.diagnostics
+        if settings.baseline is None:
+            return report.diagnostics
+        # `baseline = "FILE"`: only what the baseline does not record, as `check` shows
+        try:
+            baseline = Baseline.load(settings.baseline)
+        except BaselineError as exc:
+            self.window_show_message(
+                types.ShowMessageParams(types.MessageType.Error, f"accel-lint: {exc}")
+            )
+            return report.diagnostics
+        lines = text.splitlines()
+        kept, _ = baseline.split(
+            report.diagnostics,
+            lambda d: lines[d.row - 1] if 0 < d.row <= len(lines) else "",
+        )
+        return kept
 
     def publish_document(self, document: TextDocument) -> None:
         found = self.lint_text(document.uri, document.source)

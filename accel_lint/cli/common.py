@@ -12,6 +12,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from accel_lint.baseline import Baseline, BaselineError
 from accel_lint.config import (
     ConfigError,
     Selection,
@@ -20,7 +21,7 @@ from accel_lint.config import (
     load_settings,
     parse_codes,
 )
-from accel_lint.diagnostic import PARSE_ERROR
+from accel_lint.diagnostic import PARSE_ERROR, Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -285,3 +286,43 @@ def describe_settings(settings: Settings, files: Sequence[str]) -> str:
 
 def warn(path: str, note: str) -> None:
     click.echo(f"accel-lint: warning: {path}: {note}", err=True)
+
+
+def settings_of(shared: Common, path: str) -> Settings:
+    return shared.settings if shared.resolve is None else shared.resolve(path)
+
+
+def apply_baseline(
+    shared: Common,
+    found: list[Diagnostic],
+    given: Path | None,
+    line_of: Callable[[Diagnostic], str],
+    quiet: bool,
+) -> list[Diagnostic]:
+    """`found` less what the baseline records (`--baseline FILE`, else each file's
+    configured `baseline`); says on standard error how many were hidden."""
+    by_file: dict[Path | None, list[int]] = {}
+    for i, d in enumerate(found):
+        chosen = given if given is not None else settings_of(shared, d.filename).baseline
+        by_file.setdefault(chosen, []).append(i)
+    if set(by_file) <= {None}:
+        return found
+    keep = [True] * len(found)
+    for path, indices in by_file.items():
+        if path is None:
+            continue
+        try:
+            baseline = Baseline.load(path)
+        except BaselineError as exc:
+            fail(str(exc))
+        kept, hidden = baseline.split([found[i] for i in indices], line_of)
+        kept_ids = {id(d) for d in kept}
+        for i in indices:
+            keep[i] = id(found[i]) in kept_ids
+        if not quiet:
+            click.echo(
+                f"accel-lint: {hidden} finding{'s' if hidden != 1 else ''} hidden by the "
+                f"baseline {path}",
+                err=True,
+            )
+    return [d for d, k in zip(found, keep) if k]

@@ -8,10 +8,12 @@ from typing import Any
 
 import click
 
+from accel_lint.baseline import FileLines
 from accel_lint.cli.common import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_OK,
+    apply_baseline,
     common,
     fail,
     internal_error,
@@ -135,6 +137,10 @@ def fix(
         else:
             changed_files += 1
             fixed_count += report.applied
+    if not shared.stdin and (
+        shared.settings.baseline is not None or shared.resolve is not None
+    ):  # findings the baseline records do not hold a commit back (the pre-commit hook)
+        remaining = apply_baseline(shared, remaining, None, FileLines(), quiet)
     if not quiet:
         _fix_summary(apply_, fixed_count, changed_files, remaining, settings, shared.stdin)
     if bugs:
