@@ -16,7 +16,8 @@ import multiprocessing.connection
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
@@ -48,7 +49,11 @@ def available_cpus() -> int:
 
 def _ignore_sigint(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
     # Ctrl-C reaches the whole process group: the parent alone decides what to do.
+    # A worker is born with SIGINT blocked (`_sigint_blocked`), so a Ctrl-C between
+    # its fork and this line cannot raise KeyboardInterrupt in it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if initializer is not None:
         initializer(*initargs)
 
@@ -113,9 +118,10 @@ def map_ordered(
     )
     pending: dict[Future[list[tuple[int, R]]], list[int]] = {}
     try:
-        for chunk in chunks:
-            future = executor.submit(_run_chunk, func, [(i, items[i]) for i in chunk])
-            pending[future] = chunk
+        with _sigint_blocked():  # the workers are forked here, on the first submit
+            for chunk in chunks:
+                future = executor.submit(_run_chunk, func, [(i, items[i]) for i in chunk])
+                pending[future] = chunk
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -136,6 +142,23 @@ def map_ordered(
             item = items[index]
             results[index] = func(item) if on_crash is None else on_crash(item, how)
     return [results[index] for index in range(len(items))]
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back while workers are forked: they inherit the mask and unblock it
+    only once they ignore it; a Ctrl-C meanwhile reaches this process when the block
+    ends, as a KeyboardInterrupt that stops the workers."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _stop(executor: ProcessPoolExecutor) -> None:
