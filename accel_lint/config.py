@@ -1,8 +1,9 @@
 """`[tool.accel-lint]` configuration to a frozen `Settings`.
 
-Discovery: from the directory holding the linted paths upward, the first
-`accel-lint.toml`, or `pyproject.toml` with a `[tool.accel-lint]` table, wins
-(no merging, like ruff). Unknown keys and codes are errors naming the key.
+Discovery: from a directory upward, the first `accel-lint.toml`, or
+`pyproject.toml` with a `[tool.accel-lint]` table, wins (no merging, like ruff);
+the command line asks it for each linted file's directory, so every file gets
+the closest configuration above it (`cli.common`). Unknown keys and codes are errors naming the key.
 Rule selection is layered like ruff's: the file's `select`/`extend-select`/
 `ignore`, then the command line's; within a layer the most specific code or
 prefix wins and `ignore` wins ties.
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
+from accel_lint.diagnostic import PARSE_ERROR
 from accel_lint.rules import BY_CODE, RULES, RuleEntry
 
 if TYPE_CHECKING:
@@ -60,6 +62,7 @@ _KEYS = frozenset(
         "rules",
         "extend",
         "respect-gitignore",
+        "baseline",
     }
 )
 
@@ -87,6 +90,9 @@ class Settings:
     config_file: Path | None = None
     respect_gitignore: bool = True
     extended: tuple[Path, ...] = ()  # the files `extend` brought in, outermost last
+    # where `target_torch` came from, for `--show-settings`
+    target_torch_from: str = "default: the latest torch"
+    baseline: Path | None = None  # `baseline = "FILE"`, relative to the configuration
 
     def options_for(self, rule: type[Rule]) -> dict[str, Any]:
         values = {name: opt.default for name, opt in rule.options.items()}
@@ -154,7 +160,7 @@ def path_matches(path: str | os.PathLike[str], pattern: str, root: Path) -> bool
 def _check_codes(codes: Iterable[str], where: str) -> None:
     known = list(BY_CODE)
     for code in codes:
-        if code == "ALL":
+        if code in ("ALL", PARSE_ERROR):  # ACL000 is accepted; it cannot be turned off
             continue
         if not re.fullmatch(r"ACL\d{0,3}", code) or not any(k.startswith(code) for k in known):
             raise ConfigError(f"{where}: unknown rule code or prefix {code!r}")
@@ -424,10 +430,20 @@ def load_settings(
     if root.is_file():
         root = root.parent
     target: tuple[int, int] | None = None
+    target_from = "default: the latest torch"
     if "target-torch" in table:
         target = _target_torch(table["target-torch"], where)
-    else:
+        target_from = f"`target-torch` in {where}"
+    elif not isolated:  # --isolated reads no file, the project's dependencies included
         target = infer_target_torch(root / "pyproject.toml")
+        if target is not None:
+            target_from = f"the torch requirement in {root / 'pyproject.toml'}"
+
+    baseline: Path | None = None
+    if "baseline" in table:
+        if not isinstance(table["baseline"], str) or not table["baseline"].strip():
+            raise ConfigError(f"{where}: `baseline` must be the path of a baseline file")
+        baseline = root / os.path.expanduser(table["baseline"])
 
     rule_options = _rule_options(table.get("rules", {}), where)
     return Settings(
@@ -441,6 +457,8 @@ def load_settings(
         config_file=path,
         respect_gitignore=respect_gitignore,
         extended=tuple(extended),
+        target_torch_from=target_from,
+        baseline=baseline,
     )
 
 

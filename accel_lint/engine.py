@@ -18,6 +18,7 @@ from accel_lint.facts import FileFacts
 from accel_lint.facts.collector import FactsCollector, ScopeCloser
 from accel_lint.fixcheck import Scopes, broken_by, scopes_of
 from accel_lint.incremental import Reparser
+from accel_lint.layout import laid_out, needs_layout
 from accel_lint.parse import parse
 from accel_lint.positions import Locator
 from accel_lint.rewrite import apply_fixes_once
@@ -219,12 +220,14 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
 
 
 def fix_edits(analysis: Analysis, fix: Fix) -> list[Edit] | str:
-    """The text edits one fix makes, as the minimal changed spans of the file; or,
+    """The text edits one fix makes, as the minimal changed spans of the file, with
+    the lines it made too long split as `fix` splits them (`layout.laid_out`); or,
     when the fix checker refuses the fix on its own (`fixcheck`), the reason."""
     assert analysis.module is not None
+    original = analysis.source.text
     new_text = apply_fixes_once(analysis.module, [fix])
     reason = broken_by(
-        analysis.source.text,
+        original,
         analysis.scopes(),
         [fix],
         new_text,
@@ -232,7 +235,14 @@ def fix_edits(analysis: Analysis, fix: Fix) -> list[Edit] | str:
     )
     if reason is not None:
         return reason
-    return text_edits(analysis.source.text, new_text)
+    if needs_layout(original, new_text):
+        try:
+            fixed = cst.parse_module(new_text, config=analysis.module.config_for_parsing)
+        except cst.ParserSyntaxError:  # the fixer drops such a fix; it is shown as it is
+            pass
+        else:
+            new_text = laid_out(original, fixed).code
+    return text_edits(original, new_text)
 
 
 def text_edits(old: str, new: str) -> list[Edit]:

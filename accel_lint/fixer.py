@@ -17,7 +17,7 @@ from accel_lint.config import Settings
 from accel_lint.edits import code_for
 from accel_lint.engine import Analysis, analyze, rules_for, safety_allowed
 from accel_lint.fixcheck import NEWER_SYNTAX, Scopes, broken_by
-from accel_lint.layout import reflow
+from accel_lint.layout import laid_out
 from accel_lint.parse import analysis_conditions, too_deep_to_analyse
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Equivalence, Finding, Rule
@@ -253,15 +253,10 @@ def _laid_out(
     analysis: Analysis,
     refused: dict[tuple[str, ...], str],
 ) -> FixOutcome:
-    """The fixed file with the lines its fixes made too long split (`layout.reflow`),
+    """The fixed file with the lines its fixes made too long split (`layout.laid_out`),
     and the analysis of that text, so remaining findings point at the right lines."""
     assert analysis.module is not None
-    module = analysis.module
-    for _ in range(MAX_ITERATIONS):
-        again = reflow(source.text, module)
-        if again is module:
-            break
-        module = again
+    module = laid_out(source.text, analysis.module, MAX_ITERATIONS)
     if module is analysis.module:
         return FixOutcome(path, source, module.code, applied, analysis)
     final = analyze(path, Source(module.code, source.encoding), settings, rules, by_calls=False)

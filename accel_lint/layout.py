@@ -10,8 +10,16 @@ longer: a file that has long lines is not held to 88) is laid out again:
 - a line inside a call that already spans several lines is filled: the argument
   that no longer fits starts a new line, indented as the call's other arguments.
 
+- a bare tuple that a statement assigns or returns (`a, b = x.to(d), y.to(d)`) is
+  parenthesized, one element per line with a trailing comma (black's and ruff
+  format's way);
+- on a line with brackets side by side, the call whose `)` ends the line is split
+  at its `(` (black's right-hand split).
+
 Anything else (a long list display, a long string) is left as it is. Only the
-split calls change; their arguments' text does not.
+split brackets change; the text of what they hold does not. `laid_out` is the one
+layout for every path that writes a fix: the fixer, and `engine.fix_edits` (the
+edits of `--output-format json` and of the language server's quick fixes).
 
 A trailing comment follows the closing bracket, as black puts it, except a
 suppression (`# noqa`): it belongs to the reported line, the call's first, and
@@ -89,6 +97,29 @@ def _template(text: str, module: cst.Module) -> cst.Call:
     return expr.value
 
 
+def needs_layout(original: str, fixed_text: str) -> bool:
+    """Whether `fixed_text` has a line past the width that `original` did not have (a
+    string test, so the caller parses only when there is something to lay out)."""
+    width = width_for(original)
+    if all(len(line) <= width for line in fixed_text.splitlines()):
+        return False
+    before = set(original.splitlines())
+    return any(len(line) > width and line not in before for line in fixed_text.splitlines())
+
+
+def laid_out(original: str, fixed: cst.Module, passes: int = 10) -> cst.Module:
+    """`fixed` with every line its fixes made too long split (`reflow` until nothing
+    changes, bounded): the one layout for every path that writes a fix (`fix`, `fix
+    --apply`, the edits in `--output-format json`, the language server's quick fixes)."""
+    module = fixed
+    for _ in range(passes):
+        again = reflow(original, module)
+        if again is module:
+            break
+        module = again
+    return module
+
+
 def reflow(original: str, fixed: cst.Module) -> cst.Module:
     """`fixed` with the lines the fixes made too long split (see the module's doc).
     Lines that were already in `original` are never touched; one edit per call, so a
@@ -115,7 +146,9 @@ def reflow(original: str, fixed: cst.Module) -> cst.Module:
             call, new = edit
             trailing = places.trailing.get(number)
             if (
-                places.range(call).start.line == number
+                isinstance(call, cst.Call)
+                and isinstance(new, cst.Call)
+                and places.range(call).start.line == number
                 and new.whitespace_before_args is not call.whitespace_before_args
                 and trailing is not None
                 and isinstance(trailing.comment, cst.Comment)
@@ -179,7 +212,7 @@ class _Places:
 
 def _edit_for_line(
     number: int, line: str, module: cst.Module, places: _Places, width: int
-) -> tuple[cst.Call, cst.Call] | None:
+) -> tuple[cst.CSTNode, cst.CSTNode] | None:
     indent = _indent(line)
     if "\t" in line[:indent]:
         return None
@@ -194,12 +227,90 @@ def _edit_for_line(
         top = outermost[0]
         return top, split_call(top, module, indent // step, width)
     if outermost:
-        return None  # several brackets side by side, or a long list: not ours to lay out
+        # several brackets side by side: a bare tuple assigned or returned
+        # (`a, b = x.to(d), y.to(d)`) goes in parentheses, one element per line; else
+        # black's right-hand split, at the call whose `)` ends the line; a long list
+        # display stays as it is
+        return _explode_tuple(number, line, module, places) or _right_hand_split(
+            number, line, module, places, width
+        )
     call = _call_holding_line(number, places)
     if call is None:
         return None
     filled = _fill(call, number, line, places, width)
     return None if filled is None else (call, filled)
+
+
+_TUPLE_HOLDERS = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Return)
+
+
+def _explode_tuple(
+    number: int, line: str, module: cst.Module, places: _Places
+) -> tuple[cst.CSTNode, cst.CSTNode] | None:
+    """The bare tuple a statement on line `number` assigns or returns, parenthesized
+    with one element per line and a trailing comma, as black writes it."""
+    indent = _indent(line)
+    step = len(module.default_indent)
+    trailing = places.trailing.get(number)
+    if not step or indent % step or (trailing is not None and trailing.comment is not None):
+        return None  # a comment would end up after the `)`, off the reported line
+    for node in places.bracketed.get(number, []):
+        where = places.range(node)
+        if not (
+            isinstance(node, cst.Tuple)
+            and not node.lpar
+            and len(node.elements) > 1
+            and where.end.line == number
+            and isinstance(places.parents.get(node), _TUPLE_HOLDERS)
+            and places.statement_line(node) == number
+        ):
+            continue
+        layout = _statement_value("x = (\n    a,\n    b,\n)\n", module)
+        assert isinstance(layout, cst.Tuple)
+        between, last = layout.elements[0].comma, layout.elements[-1].comma
+        elements = [e.with_changes(comma=between) for e in node.elements]
+        elements[-1] = elements[-1].with_changes(comma=last)
+        return node, node.with_changes(lpar=layout.lpar, rpar=layout.rpar, elements=elements)
+    return None
+
+
+def _statement_value(text: str, module: cst.Module) -> cst.BaseExpression:
+    source = text.replace("    ", module.default_indent).replace("\n", module.default_newline)
+    statement = cst.parse_module(source, config=module.config_for_parsing).body[0]
+    assert isinstance(statement, cst.SimpleStatementLine)
+    assign = statement.body[0]
+    assert isinstance(assign, cst.Assign)
+    return assign.value
+
+
+def _right_hand_split(
+    number: int, line: str, module: cst.Module, places: _Places, width: int
+) -> tuple[cst.Call, cst.Call] | None:
+    """The call that closes line `number` (nothing but `:` or a comment after its `)`)
+    split black's way, when the statement starts on this line and what stays before its
+    `(` fits; black splits a line at its last opening bracket the same way."""
+    indent = _indent(line)
+    step = len(module.default_indent)
+    if not step or indent % step:
+        return None
+    for nodes in places.bracketed.values():
+        for node in nodes:
+            where = places.range(node)
+            if not (
+                isinstance(node, cst.Call)
+                and node.args
+                and where.start.line == number
+                and where.end.line == number
+            ):
+                continue
+            rest = line[where.end.column :].split("#", 1)[0].strip()
+            if rest not in ("", ":") or places.statement_line(node) != number:
+                continue
+            head = places.range(node.func).end.column + 1  # through the `(`
+            if head > width:
+                return None
+            return node, split_call(node, module, indent // step, width)
+    return None
 
 
 def _call_holding_line(number: int, places: _Places) -> cst.Call | None:

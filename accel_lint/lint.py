@@ -498,6 +498,12 @@ class NoqaOutcome:
     skipped: list[tuple[str, int]] = field(default_factory=list)  # rows a comment cannot take
     errors: list[tuple[str, str]] = field(default_factory=list)
 
+    def merge(self, other: NoqaOutcome) -> None:
+        self.files += other.files
+        self.lines += other.lines
+        self.skipped.extend(other.skipped)
+        self.errors.extend(other.errors)
+
 
 def add_noqa_paths(
     files: Sequence[str], settings: Settings, *, use_cache: bool = True, jobs: int | None = None

@@ -423,3 +423,108 @@ def _dump_source(raw: str, start: int, end: int, text: str) -> str:
 def _indent_unit(raw: str) -> str:
     m = re.search(r"\{\r?\n([ \t]+)\"", raw)
     return m.group(1) if m else " "
+
+
+def source_lines(text: str) -> dict[int, list[int]]:
+    """For each cell (1-based, all cells), the line of the `.ipynb` file on which each
+    row of its source starts (row r at index r - 1): what a consumer that knows only
+    the file's lines (GitHub annotations, SARIF regions) needs. One row per element is
+    how Jupyter writes `source`; an element holding several rows, or a single string,
+    puts them all on that element's line. Iterative, so no nesting depth matters; on
+    text that is not JSON it returns what it found."""
+    found: dict[int, list[int]] = {}
+    starts: dict[int, bool] = {}
+    # one frame per open container: [is_object, key or index, expecting a key]
+    frames: list[list[Any]] = []
+    i, line, n = 0, 1, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif c in " \t\r\ufeff":
+            i += 1
+        elif c == '"':
+            end = i + 1
+            while True:
+                end = text.find('"', end)
+                if end < 0:
+                    return found
+                slashes = 0
+                while text[end - 1 - slashes] == "\\":
+                    slashes += 1
+                if slashes % 2 == 0:
+                    break
+                end += 1
+            try:
+                value = json.loads(text[i : end + 1])
+            except ValueError:
+                return found
+            i = end + 1
+            if frames and frames[-1][0] and frames[-1][2]:
+                frames[-1][1], frames[-1][2] = value, False
+                continue
+            cell = _source_cell(frames)
+            if cell is not None:
+                rows = found.setdefault(cell, [])
+                for ch in value:
+                    if starts.get(cell, True):
+                        rows.append(line)
+                        starts[cell] = False
+                    if ch == "\n":
+                        starts[cell] = True
+        elif c in "{[":
+            frames.append([c == "{", None if c == "{" else 0, c == "{"])
+            i += 1
+        elif c in "}]":
+            if frames:
+                frames.pop()
+            i += 1
+        elif c == ",":
+            if frames:
+                if frames[-1][0]:
+                    frames[-1][2] = True
+                else:
+                    frames[-1][1] += 1
+            i += 1
+        else:  # `:`, numbers, true/false/null
+            i += 1
+    return found
+
+
+def _source_cell(frames: list[list[Any]]) -> int | None:
+    """The cell (1-based) when the frames put the next value in a cell's `source`
+    (the string itself, or an element of its list)."""
+    path = [frame[1] for frame in frames]
+    if len(path) == 4 and not frames[3][0]:
+        path = path[:3]
+    if len(path) == 3 and path[0] == "cells" and path[2] == "source":
+        index = path[1]
+        if isinstance(index, int) and not frames[1][0]:
+            return index + 1
+    return None
+
+
+def file_line(lines: dict[int, list[int]], cell: int, row: int) -> int | None:
+    """The `.ipynb` line of `row` of `cell`, from `source_lines`; None when unknown."""
+    rows = lines.get(cell)
+    if not rows:
+        return None
+    return rows[min(max(row, 1), len(rows)) - 1]
+
+
+class NotebookLines:
+    """`file_line` for the notebooks of one report, each read once. A notebook that
+    cannot be read again (standard input, removed meanwhile) has no file lines."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, dict[int, list[int]]] = {}
+
+    def line(self, path: str, cell: int, row: int) -> int | None:
+        if path not in self._lines:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    self._lines[path] = source_lines(handle.read())
+            except OSError:
+                self._lines[path] = {}
+        return file_line(self._lines[path], cell, row)

@@ -49,11 +49,15 @@ def available_cpus() -> int:
 
 def _ignore_sigint(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
     # Ctrl-C reaches the whole process group: the parent alone decides what to do.
+    # A worker is born with SIGINT blocked (`_sigint_blocked`), so a Ctrl-C between
+    # its fork and this line cannot raise KeyboardInterrupt in it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # the parent's SIGTERM handler (`_terminate_on_sigterm`) is not the worker's:
     # terminate() must end a worker, not raise inside the file it checks
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent()
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if initializer is not None:
         initializer(*initargs)
 
@@ -175,9 +179,10 @@ def _map_ordered(
     )
     pending: dict[Future[list[tuple[int, R]]], list[int]] = {}
     try:
-        for chunk in chunks:
-            future = executor.submit(_run_chunk, func, [(i, items[i]) for i in chunk])
-            pending[future] = chunk
+        with _sigint_blocked():  # the workers are forked here, on the first submit
+            for chunk in chunks:
+                future = executor.submit(_run_chunk, func, [(i, items[i]) for i in chunk])
+                pending[future] = chunk
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -198,6 +203,23 @@ def _map_ordered(
             item = items[index]
             results[index] = func(item) if on_crash is None else on_crash(item, how)
     return [results[index] for index in range(len(items))]
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back while workers are forked: they inherit the mask and unblock it
+    only once they ignore it; a Ctrl-C meanwhile reaches this process when the block
+    ends, as a KeyboardInterrupt that stops the workers."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _stop(executor: ProcessPoolExecutor) -> None:

@@ -13,7 +13,6 @@ goes on serving.
 from __future__ import annotations
 
 import gc
-import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -25,7 +24,8 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
-from accel_lint import __version__
+from accel_lint import __version__, noqa
+from accel_lint.baseline import Baseline, BaselineError
 from accel_lint.config import ConfigError, Settings, load_settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView, parse_error
 from accel_lint.engine import analyze, fix_edits, rules_for, text_edits
@@ -39,7 +39,6 @@ from accel_lint.source import decode
 
 SOURCE = "accel-lint"
 FIX_ALL = types.CodeActionKind.SourceFixAll + ".accel-lint"
-_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 
 
 @dataclass
@@ -125,7 +124,22 @@ class AccelLintServer(LanguageServer):
                     types.MessageType.Error, f"accel-lint internal error:\n{report.internal_error}"
                 )
             )
-        return report.diagnostics
+        if settings.baseline is None:
+            return report.diagnostics
+        # `baseline = "FILE"`: only what the baseline does not record, as `check` shows
+        try:
+            baseline = Baseline.load(settings.baseline)
+        except BaselineError as exc:
+            self.window_show_message(
+                types.ShowMessageParams(types.MessageType.Error, f"accel-lint: {exc}")
+            )
+            return report.diagnostics
+        lines = text.splitlines()
+        kept, _ = baseline.split(
+            report.diagnostics,
+            lambda d: lines[d.row - 1] if 0 < d.row <= len(lines) else "",
+        )
+        return kept
 
     def publish_document(self, document: TextDocument) -> None:
         found = self.lint_text(document.uri, document.source)
@@ -326,22 +340,12 @@ def overlaps(a: types.Range, b: types.Range) -> bool:
     return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
 
 
-def noqa_edit(document: TextDocument, code: str, row: int) -> types.TextEdit:
-    """`# noqa: CODE` at the end of the reported line, or CODE added to its noqa."""
-    lines = document.lines
-    line = lines[row - 1].rstrip("\r\n") if row - 1 < len(lines) else ""
-    match = _NOQA.search(line)
-    if match is not None and match.group("codes"):
-        at = match.end("codes")
-        return types.TextEdit(
-            range=types.Range(
-                start=types.Position(line=row - 1, character=at),
-                end=types.Position(line=row - 1, character=at),
-            ),
-            new_text=f", {code}",
-        )
-    end = types.Position(line=row - 1, character=len(line))
-    return types.TextEdit(range=types.Range(start=end, end=end), new_text=f"  # noqa: {code}")
+def noqa_edits(document: TextDocument, code: str, row: int) -> list[types.TextEdit]:
+    """`# noqa: CODE` at the end of the reported line, or CODE merged into its noqa, as
+    `check --add-noqa` writes it (`noqa.add_codes`); none where a comment cannot go
+    (inside a multi-line string, after a backslash)."""
+    new_text, _, _ = noqa.add_codes(document.source, {row: [code]})
+    return client_edits(document, text_edits(document.source, new_text))
 
 
 def client_edits(document: TextDocument, edits: Iterable[Edit]) -> list[types.TextEdit]:
@@ -373,15 +377,18 @@ def code_actions(server: AccelLintServer, params: types.CodeActionParams) -> lis
                         edit=types.WorkspaceEdit(changes={uri: client_edits(document, fix.edits)}),
                     )
                 )
-            if diagnostic.code in BY_CODE:
+            suppress = (
+                noqa_edits(document, diagnostic.code, diagnostic.row)
+                if diagnostic.code in BY_CODE
+                else []
+            )
+            if suppress:
                 actions.append(
                     types.CodeAction(
                         title=f"{diagnostic.code}: suppress with `# noqa: {diagnostic.code}`",
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[shown],
-                        edit=types.WorkspaceEdit(
-                            changes={uri: [noqa_edit(document, diagnostic.code, diagnostic.row)]}
-                        ),
+                        edit=types.WorkspaceEdit(changes={uri: suppress}),
                     )
                 )
     if only is None or any(FIX_ALL.startswith(kind) or kind.startswith(FIX_ALL) for kind in only):

@@ -88,11 +88,14 @@ def settings_for(
     options: dict[str, dict[str, Any]] | None = None,
     tmp: Path | None = None,
 ) -> Settings:
+    """Settings that read no file. The examples are written for torch 2.1, the oldest
+    torch this project supports (its `verify` extra); until `--isolated` stopped
+    reading `[project].dependencies`, that came from this checkout's pyproject.toml
+    by accident of the working directory. `target_torch=None` means that default."""
     base = load_settings(isolated=True, cli=Selection(select=tuple(select)), unsafe_fixes=unsafe)
     overrides: dict[str, Any] = {}
-    if target_torch is not None:
-        major, minor = (int(p) for p in target_torch.split(".")[:2])
-        overrides["target_torch"] = (major, minor)
+    major, minor = (int(p) for p in (target_torch or "2.1").split(".")[:2])
+    overrides["target_torch"] = (major, minor)
     if options:
         overrides["rule_options"] = options
     if overrides:

@@ -44,6 +44,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
             "accel_lint.parallel",
             "accel_lint.report",
             "accel_lint.notebook",
+            "accel_lint.baseline",
         ),
     ),
     (

@@ -26,22 +26,17 @@ import libcst as cst
 import pytest
 
 from accel_lint.cli import main as cli_main  # noqa: F401  (the CLI must import)
-from tests.support import ROOT
+from tests.support import ROOT, Ran, cli
 
 FIXTURES = ROOT / "fixtures"
 SCENARIOS = sorted(p.parent for p in FIXTURES.glob("*/train.py"))
 NEGATIVES = sorted((FIXTURES / "negatives").glob("*.py"))
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "accel_lint", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
+def _cli(*args: str, cwd: Path) -> Ran:
+    """`accel-lint ARGS` in this process: the snapshots test what the command does, and
+    a fresh interpreter per run (5 per scenario) cost most of these tests' time."""
+    return cli(*args, cwd=cwd)
 
 
 def _snapshot(path: Path, text: str, update: bool) -> None:

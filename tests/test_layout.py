@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -211,3 +212,47 @@ def test_a_layout_that_would_unsuppress_a_finding_is_dropped(
         "drop_last=True)", "drop_last=True, num_workers=min(8, os.cpu_count() or 1))"
     )
     assert fix(HEADER + once, BOTH) == HEADER + once
+
+
+def test_a_fixed_fixture_has_no_line_past_the_files_width(tmp_path: Path) -> None:
+    """`fix --apply --unsafe-fixes fixtures/cnn_bn/train.py` wrote lines of 103 and 99
+    columns (a tuple of two `.to(...)` calls, each given `non_blocking=True`) where the
+    original's longest is 97: the tuple is parenthesized, one element per line, as
+    black and ruff format write it."""
+    from accel_lint.layout import width_for
+    from tests.support import ROOT, cli
+
+    original = (ROOT / "fixtures" / "cnn_bn" / "train.py").read_text(encoding="utf-8")
+    (tmp_path / "train.py").write_text(original, encoding="utf-8")
+    ran = cli("fix", "--apply", "--unsafe-fixes", "--isolated", "--no-cache", "train.py",
+              cwd=tmp_path)  # fmt: skip
+    assert ran.returncode in (0, 1), ran.stderr
+    fixed = (tmp_path / "train.py").read_text(encoding="utf-8")
+    assert max(map(len, fixed.splitlines())) <= width_for(original) == 97
+    assert (
+        "        images, labels = (\n"
+        "            images.to(device, non_blocking=True),\n"
+        "            labels.to(device, non_blocking=True),\n"
+        "        )\n"
+    ) in fixed
+
+
+def test_the_call_that_ends_a_long_line_is_split_at_its_bracket() -> None:
+    """Black's right-hand split, where the line holds brackets side by side and the last
+    is a call: what precedes its `(` stays, its arguments go on the next line."""
+    import libcst as cst
+
+    from accel_lint.layout import laid_out
+
+    original = "def f():\n    total = prepare(alpha) + combine(first)\n"
+    fixed = (
+        "def f():\n"
+        "    total = prepare(alpha) + combine(first, second_argument, third_argument, "
+        "fourth_argument)\n"
+    )
+    assert laid_out(original, cst.parse_module(fixed)).code == (
+        "def f():\n"
+        "    total = prepare(alpha) + combine(\n"
+        "        first, second_argument, third_argument, fourth_argument\n"
+        "    )\n"
+    )

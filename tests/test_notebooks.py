@@ -5,8 +5,8 @@ tests/data/notebooks holds notebooks written the way Jupyter writes them
 (nbformat 4.5: one-space indentation, sorted keys, cell ids, outputs with a
 PNG image, execution counts, Colab metadata): `train.ipynb` (shell and line
 magics, a `%%bash` cell, a DataLoader built in cell 4 and iterated in cell 6),
-its exact fixed form `train.fixed.ipynb` (with or without unsafe fixes: a
-notebook has no `if __name__ == "__main__":` guard, so ACL101 offers no fix),
+its exact fixed form `train.fixed.ipynb` (with or without unsafe fixes: in a
+notebook ACL101 offers no fix, since workers may not load what the notebook defines),
 `broken_cell.ipynb` (a cell that does not parse, with the error output Jupyter
 saved) and `not_json.ipynb`.
 """
@@ -30,12 +30,13 @@ def _copy(tmp_path: Path, *names: str) -> Path:
     return tmp_path
 
 
-# ACL101's reason for giving no fix in a notebook: its code runs at import, unguarded
+# ACL101's reason for giving no fix in a notebook: workers may not load what the
+# notebook defines (a notebook has no `__main__` guard to speak of)
 AT_IMPORT = (
-    "(no fix: the loader is built when the script is imported, and the script has no "
-    '`if __name__ == "__main__":` guard: with the `spawn` or `forkserver` start method '
-    "(macOS, Windows, Linux from Python 3.14) every worker imports the script again and "
-    "the run crashes; move the script's code under the guard first)"
+    "(no fix: in a notebook, workers started with `spawn` or `forkserver` (macOS, Windows, "
+    "Linux from Python 3.14) cannot load a dataset, transform or collate function that the "
+    "notebook itself defines; set `num_workers` by hand once they come from an importable "
+    "module)"
 )
 
 
@@ -238,3 +239,66 @@ def test_a_source_held_as_one_string_stays_one_string(tmp_path: Path) -> None:
     assert (tmp_path / "nb.ipynb").read_text() == text.replace(
         "torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler(\\"cuda\\")'
     )
+
+
+def test_line_based_formats_point_at_the_notebooks_own_lines(tmp_path: Path) -> None:
+    """GitHub, SARIF, GitLab and reviewdog annotate lines of the `.ipynb` file: the
+    line that holds the cell's row (Jupyter writes one source row per JSON line), not
+    the row within the cell, which is some other line of the JSON."""
+    _copy(tmp_path, "train.ipynb")
+    lines = (tmp_path / "train.ipynb").read_text().splitlines()
+    assert '"scaler = torch.cuda.amp.GradScaler()\\n",' in lines[91 - 1]
+    assert lines[58 - 1].strip().startswith('"loader = DataLoader(train_set')
+
+    def run(fmt: str) -> str:
+        ran = cli("check", "--no-cache", "--output-format", fmt, "train.ipynb", cwd=tmp_path)
+        assert ran.returncode == 1, ran.stderr
+        return ran.stdout
+
+    github = run("github").splitlines()
+    where = [line.split("::")[1].split(",title=")[0] for line in github]
+    path = tmp_path / "train.ipynb"
+    assert where == [
+        f"warning file={path},line=58,endLine=58",
+        f"warning file={path},line=58,endLine=58",
+        f"warning file={path},line=91,endLine=91",
+    ]
+    assert "train.ipynb:cell 6:3:10: ACL304" in github[2]
+
+    results = json.loads(run("sarif"))["runs"][0]["results"]
+    assert [r["locations"][0]["physicalLocation"]["region"] for r in results] == [
+        {"startLine": 58, "endLine": 58},
+        {"startLine": 58, "endLine": 58},
+        {"startLine": 91, "endLine": 91},
+    ]
+    assert results[2]["properties"]["cell"] == 6
+    assert results[2]["properties"]["cellRegion"]["startLine"] == 3
+
+    gitlab = json.loads(run("gitlab"))
+    assert [g["location"]["positions"]["begin"]["line"] for g in gitlab] == [58, 58, 91]
+    rdjson = json.loads(run("rdjson"))["diagnostics"]
+    assert [d["location"]["range"]["start"]["line"] for d in rdjson] == [58, 58, 91]
+
+
+def test_a_cell_written_as_one_string_maps_each_row_to_that_line(tmp_path: Path) -> None:
+    from accel_lint.notebook import file_line, source_lines
+
+    text = json.dumps(
+        {
+            "cells": [
+                {"cell_type": "markdown", "metadata": {}, "source": ["# title\n", "text"]},
+                {
+                    "cell_type": "code",
+                    "metadata": {"source": ["not", "this"]},
+                    "outputs": [{"text": ["x\n"]}],
+                    "source": "import torch\nx = 1\n",
+                },
+            ]
+        },
+        indent=1,
+    )
+    lines = source_lines(text)
+    string_line = next(i for i, t in enumerate(text.splitlines(), 1) if "import torch" in t)
+    assert lines[2] == [string_line, string_line]
+    assert file_line(lines, 2, 2) == string_line
+    assert file_line(lines, 3, 1) is None

@@ -135,7 +135,8 @@ def _user_repo(tmp_path: Path, home: Path, config: dict[str, Any], hook: tuple[P
     user.mkdir()
     _init_repo(user, env)
     (repo_entry,) = config["repos"]
-    assert repo_entry["repo"] == PROJECT_URL and repo_entry["rev"].startswith("v")
+    # `rev: main` until `pre-commit autoupdate` pins it (the test below); here the sha
+    assert repo_entry["repo"] == PROJECT_URL and repo_entry["rev"] == "main"
     local = {**config, "repos": [{**repo_entry, "repo": str(hook[0]), "rev": hook[1]}]}
     (user / ".pre-commit-config.yaml").write_text(yaml.safe_dump(local, sort_keys=False))
     subprocess.run(
@@ -247,3 +248,31 @@ def test_fix_hook_applies_safe_fixes_and_fails_the_commit_once(
     statuses = [line for line in output.splitlines() if line.startswith("accel-lint")]
     assert len(statuses) == 1 and statuses[0].endswith("Passed")
     assert _commits(user, home) == 1
+
+
+def test_autoupdate_pins_the_snippets_rev_to_a_commit(
+    tmp_path: Path, home: Path, hook_repo: tuple[Path, str]
+) -> None:
+    """The documented `rev: main`, then `pre-commit autoupdate`, as docs/ci.md says: with
+    no release tag in the hook repository, the rev becomes the commit `main` points at."""
+    env = _env(home)
+    assert _git("tag", cwd=hook_repo[0], env=env).stdout == ""  # no tag to pin
+    user = tmp_path / "user"
+    user.mkdir()
+    _init_repo(user, env)
+    for config in precommit_configs():
+        (repo_entry,) = config["repos"]
+        assert repo_entry["rev"] == "main"
+        local = {**config, "repos": [{**repo_entry, "repo": str(hook_repo[0])}]}
+        (user / ".pre-commit-config.yaml").write_text(yaml.safe_dump(local, sort_keys=False))
+        ran = subprocess.run(
+            [sys.executable, "-m", "pre_commit", "autoupdate"],
+            cwd=user,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        pinned = yaml.safe_load((user / ".pre-commit-config.yaml").read_text())
+        assert pinned["repos"][0]["rev"] == hook_repo[1]

@@ -383,3 +383,45 @@ def test_the_cli_s_size_limit_applies_and_closed_documents_free_their_memory(
             ]
 
     asyncio.run(asyncio.wait_for(scenario(), timeout=120))
+
+
+def test_a_single_quick_fix_is_laid_out_as_fix_writes_it_and_noqa_goes_where_it_may(
+    tmp_path: Path,
+) -> None:
+    """One layout for every path that writes a fix: the quick fix for one finding splits
+    the line it made too long exactly as `accel-lint fix` does; "suppress with noqa" is
+    `check --add-noqa`'s (no action where a comment cannot go)."""
+    path = project(tmp_path)
+    long_train = TRAIN.replace(
+        "DataLoader(Shards(paths), batch_size=32, shuffle=True)",
+        "DataLoader(Shards(paths), batch_size=32, shuffle=True, drop_last=True, num_workers=4)",
+    ).replace("    optimizer = torch", "    spare = 1 + \\\n        2\n    optimizer = torch")
+    path.write_text(long_train, encoding="utf-8")
+    written = tmp_path / "expected.py"
+    written.write_text(long_train, encoding="utf-8")
+    ran = cli("fix", "--apply", "--select", "ACL102", "--no-cache", "expected.py", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    expected = written.read_text(encoding="utf-8")
+    assert "    loader = DataLoader(\n        Shards(paths)," in expected  # split, as black would
+    assert max(map(len, expected.splitlines())) <= max(map(len, long_train.splitlines()))
+    row = next(i for i, line in enumerate(long_train.splitlines()) if "DataLoader(Sh" in line)
+
+    async def scenario() -> None:
+        async with session(tmp_path) as client:
+            found = await opened(client, path, long_train)
+            acl102 = next(d for d in found if d.code == "ACL102")
+            assert acl102.range.start.line == row
+            actions = await client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+                    range=acl102.range,
+                    context=types.CodeActionContext(diagnostics=[acl102]),
+                )
+            )
+            quick = next(a for a in actions if a.title.startswith("ACL102: Add"))
+            assert applied(long_train, quick.edit.changes[path.as_uri()]) == expected
+            noqa = next(a for a in actions if "suppress" in a.title)
+            suppressed = applied(long_train, noqa.edit.changes[path.as_uri()])
+            assert suppressed.splitlines()[row].endswith("num_workers=4)  # noqa: ACL102")
+
+    run(scenario)

@@ -9,8 +9,12 @@ file (what pre-commit runs on every commit) never loads the verifier or rich.
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import errno
 import importlib
 import io
+import os
 import sys
 import traceback
 from typing import Any
@@ -42,6 +46,34 @@ class _LazyGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(module), attr)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command is a usage error that names the closest one, as for
+        options (`accel-lint chek` -> "Did you mean 'check'?")."""
+        name = args[0] if args else None
+        if name is not None and not name.startswith("-") and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, sorted(_COMMANDS), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        # `-V` and `--help` print while the arguments are parsed, before `invoke`
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _silence_closed_pipe()
+            raise click.exceptions.Exit(0) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         """Every command's run: output that cannot be encoded is escaped, never a
         crash; Ctrl-C exits 130 (128 + SIGINT, what a shell reports); anything we did
@@ -49,19 +81,54 @@ class _LazyGroup(click.Group):
         exit 1 that means "findings"."""
         _lenient_output()
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                # what is still buffered goes out here, where a closed pipe is caught,
+                # not at the interpreter's exit
+                _flush(sys.stdout)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise _internal_error() from None
+            # the reader went away (`accel-lint check . | head -3`): stop writing and exit
+            # quietly with 0, as ruff does; no traceback, no "internal error"
+            _silence_closed_pipe()
+            raise click.exceptions.Exit(0) from None
         except KeyboardInterrupt:
             click.echo("accel-lint: interrupted", err=True)
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception:
-            click.echo(
-                "accel-lint: error: internal error; this is a bug in accel-lint, please report "
-                f"it with the command line.\n{traceback.format_exc()}",
-                err=True,
-            )
-            raise click.exceptions.Exit(2) from None
+            raise _internal_error() from None
+
+
+def _internal_error() -> click.exceptions.Exit:
+    click.echo(
+        "accel-lint: error: internal error; this is a bug in accel-lint, please report "
+        f"it with the command line.\n{traceback.format_exc()}",
+        err=True,
+    )
+    return click.exceptions.Exit(2)
+
+
+def _flush(stream: Any) -> None:
+    if stream is not None and not getattr(stream, "closed", True):
+        stream.flush()
+
+
+def _silence_closed_pipe() -> None:
+    """Point standard output and error at /dev/null, so what is still buffered for the
+    closed pipe is dropped at exit instead of raising again (Python's own advice for
+    SIGPIPE, docs `signal`, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # not a real file
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 EXIT_INTERRUPTED = 130

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO, cast
 
 import click
 
+from accel_lint import baseline
+from accel_lint.baseline import FileLines
 from accel_lint.cli.common import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_OK,
+    apply_baseline,
     common,
     describe_settings,
     fail,
@@ -80,6 +84,17 @@ from accel_lint.report.text import render_statistics, render_statistics_json, us
     is_flag=True,
     help="Append `# noqa: CODE` to each finding's line, so the gate passes today.",
 )
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Report only the findings this baseline does not record (see --write-baseline).",
+)
+@click.option(
+    "--write-baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Record today's findings in this file, to report only new ones later; exit 0.",
+)
 @click.option("--show-files", is_flag=True, help="List the files that would be linted, and exit.")
 @click.option(
     "--show-settings", is_flag=True, help="Show the resolved settings for each file, and exit."
@@ -109,13 +124,17 @@ def check(
     diff: bool,
     fix_: bool,
     add_noqa: bool,
+    baseline_file: Path | None,
+    write_baseline: Path | None,
     show_files: bool,
     show_settings: bool,
     jobs: int | None,
 ) -> None:
     """Lint PATHS (files or directories; `-` reads standard input)."""
-    if sum((diff, fix_, add_noqa)) > 1:
-        fail("--diff, --fix and --add-noqa cannot be combined")
+    if sum((diff, fix_, add_noqa, write_baseline is not None)) > 1:
+        fail("--diff, --fix, --add-noqa and --write-baseline cannot be combined")
+    if write_baseline is not None and baseline_file is not None:
+        fail("--write-baseline records every finding; it cannot be combined with --baseline")
     for flag, name in ((diff, "--diff"), (fix_, "--fix"), (add_noqa, "--add-noqa")):
         if flag and statistics:
             fail(f"{name} and --statistics cannot be combined")
@@ -134,12 +153,17 @@ def check(
         )
         if shared.stdin:
             fail("--add-noqa needs files, not standard input")
-        from accel_lint.lint import add_noqa_paths
+        from accel_lint.lint import NoqaOutcome, add_noqa_paths
 
         files = discover(shared.paths, shared.settings, force_exclude=force_exclude)
         warn_if_empty(files, shared.paths)
         files = once_each(files)
-        outcome = add_noqa_paths(files, shared.settings, use_cache=not no_cache, jobs=jobs)
+        outcome = NoqaOutcome()
+        for group_settings, indices in shared.groups(files):
+            part = add_noqa_paths(
+                [files[i] for i in indices], group_settings, use_cache=not no_cache, jobs=jobs
+            )
+            outcome.merge(part)
         for path, error in outcome.errors:
             click.echo(f"accel-lint: error: {path}: {error}", err=True)
         n, m = outcome.lines, outcome.files
@@ -199,26 +223,50 @@ def check(
     settings = shared.settings
     with_edits = output_format in WITH_EDITS
     reports: list[FileReport]
+    stdin_data: bytes | None = None
     if stdin_excluded(shared, force_exclude):
         reports = []
     elif shared.stdin:
         name = shared.stdin_filename or "-"
-        reports = [lint_bytes(name, read_stdin(), settings, with_edits=with_edits)]
+        stdin_data = read_stdin()
+        reports = [lint_bytes(name, stdin_data, settings, with_edits=with_edits)]
     else:
         files = discover(shared.paths, settings, force_exclude=force_exclude)
         if show_files or show_settings:
             warn_if_empty(files, shared.paths)
             if show_settings:
-                click.echo(describe_settings(settings, files), nl=False)
+                blocks = [
+                    describe_settings(group_settings, [files[i] for i in indices])
+                    for group_settings, indices in shared.groups(files)
+                ]
+                click.echo("\n".join(blocks), nl=False)
             else:
                 click.echo("".join(f"{os.path.abspath(f)}\n" for f in files), nl=False)
             sys.exit(EXIT_OK)
         warn_if_empty(files, shared.paths)
-        reports = lint_paths(
-            files, settings, with_edits=with_edits, use_cache=not no_cache, jobs=jobs
+        reports = shared.each(
+            files,
+            lambda group, group_settings: lint_paths(
+                group, group_settings, with_edits=with_edits, use_cache=not no_cache, jobs=jobs
+            ),
         )
     found: list[Diagnostic] = [d for r in reports for d in r.diagnostics]
     internal = [r for r in reports if r.internal_error]
+    line_of = _stdin_lines(stdin_data) if stdin_data is not None else FileLines()
+    if write_baseline is not None:
+        try:
+            recorded = baseline.write(write_baseline, found, line_of)
+        except OSError as exc:
+            fail(f"cannot write {write_baseline}: {exc.strerror}")
+        click.echo(
+            f"Recorded {recorded} finding{'s' if recorded != 1 else ''} in {write_baseline}; "
+            f"`accel-lint check --baseline {write_baseline}` reports only new ones.",
+            err=True,
+        )
+        for report in internal:
+            internal_error(report.path, report.internal_error or "")
+        sys.exit(EXIT_ERROR if internal else EXIT_OK)
+    found = apply_baseline(shared, found, baseline_file, line_of, quiet)
     out: Any = sys.stdout
     handle = None
     if output_file is not None:
@@ -257,6 +305,11 @@ def check(
     if found and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _stdin_lines(data: bytes) -> Callable[[Diagnostic], str]:
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lambda d: lines[d.row - 1] if d.cell is None and 0 < d.row <= len(lines) else ""
 
 
 def _color(choice: str, stream: Any) -> bool:

@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 
-from accel_lint.config import ConfigError, Selection, Settings, load_settings, parse_codes
+from accel_lint.baseline import Baseline, BaselineError
+from accel_lint.config import (
+    ConfigError,
+    Selection,
+    Settings,
+    find_config,
+    load_settings,
+    parse_codes,
+)
+from accel_lint.diagnostic import PARSE_ERROR, Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -33,12 +42,71 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_ERROR)
 
 
+R = TypeVar("R")
+
+
 @dataclass
 class Common:
     settings: Settings
     paths: list[str]
     stdin: bool
     stdin_filename: str | None
+    # each file's settings, from the closest configuration above it (hierarchical, as
+    # ruff); None under --config and --isolated, where `settings` serve every file
+    resolve: Callable[[str], Settings] | None = None
+
+    def groups(self, files: Sequence[str]) -> list[tuple[Settings, list[int]]]:
+        """The files (by index) that share one configuration, with its settings."""
+        if self.resolve is None:
+            return [(self.settings, list(range(len(files))))]
+        out: dict[Path | None, tuple[Settings, list[int]]] = {}
+        for i, path in enumerate(files):
+            settings = self.resolve(path)
+            out.setdefault(settings.config_file, (settings, []))[1].append(i)
+        return list(out.values()) or [(self.settings, [])]
+
+    def each(
+        self, files: Sequence[str], run: Callable[[list[str], Settings], Sequence[R]]
+    ) -> list[R]:
+        """`run` over each group of files with its own settings; results in input order."""
+        groups = self.groups(files)
+        if len(groups) == 1:
+            return list(run(list(files), groups[0][0]))
+        results: list[tuple[int, R]] = []
+        for settings, indices in groups:
+            got = run([files[i] for i in indices], settings)
+            results.extend(zip(indices, got))
+        return [r for _, r in sorted(results, key=lambda pair: pair[0])]
+
+
+def _resolver(base: Settings, load: Callable[[Path], Settings]) -> Callable[[str], Settings]:
+    """Settings per file: those of the closest configuration file above it, each
+    configuration read once, each directory looked up once."""
+    by_config: dict[Path | None, Settings] = {base.config_file: base}
+    by_directory: dict[str, Settings] = {}
+
+    def resolve(path: str) -> Settings:
+        directory = os.path.dirname(os.path.abspath(path))
+        known = by_directory.get(directory)
+        if known is not None:
+            return known
+        try:
+            found = find_config(Path(directory).resolve())
+            if (
+                found is not None
+                and base.config_file is not None
+                and found.resolve() == base.config_file.resolve()
+            ):
+                found = base.config_file
+            if found not in by_config:
+                assert found is not None
+                by_config[found] = load(found)
+        except ConfigError as exc:
+            fail(str(exc))
+        by_directory[directory] = by_config[found]
+        return by_config[found]
+
+    return resolve
 
 
 def selection_options(func: Any) -> Any:
@@ -128,24 +196,39 @@ def common(
         )
     except ConfigError as exc:
         fail(str(exc))
+    if PARSE_ERROR in cli.ignore:
+        click.echo(
+            f"accel-lint: warning: {PARSE_ERROR} (parse-error) cannot be turned off: a file "
+            "that cannot be read or parsed is always reported",
+            err=True,
+        )
     if stdin:
         anchor = Path(stdin_filename).resolve().parent if stdin_filename else Path.cwd()
     else:
         anchor = Path(os.path.commonpath([os.path.abspath(p) for p in paths]))
-    try:
+    excluded = [p.strip() for p in (extend_exclude or "").split(",") if p.strip()]
+
+    def load(config_path: Path | None, search_from: Path) -> Settings:
         settings = load_settings(
-            config_path=config_file,
-            search_from=anchor,
+            config_path=config_path,
+            search_from=search_from,
             cli=cli,
             unsafe_fixes=unsafe_fixes,
             isolated=isolated,
-            extend_exclude=[p.strip() for p in (extend_exclude or "").split(",") if p.strip()],
+            extend_exclude=excluded,
         )
+        if respect_gitignore is not None:
+            settings = replace(settings, respect_gitignore=respect_gitignore)
+        return settings
+
+    try:
+        settings = load(config_file, anchor)
     except ConfigError as exc:
         fail(str(exc))
-    if respect_gitignore is not None:
-        settings = replace(settings, respect_gitignore=respect_gitignore)
-    return Common(settings, paths, stdin, stdin_filename)
+    resolve = None
+    if config_file is None and not isolated and not stdin:
+        resolve = _resolver(settings, lambda found: load(found, found.parent))
+    return Common(settings, paths, stdin, stdin_filename, resolve)
 
 
 def warn_if_empty(files: Sequence[str], paths: Sequence[str]) -> None:
@@ -182,7 +265,8 @@ def describe_settings(settings: Settings, files: Sequence[str]) -> str:
         f"Enabled rules: {', '.join(sorted(settings.enabled)) or '(none)'}",
         f"Unsafe fixes: {str(settings.unsafe_fixes).lower()}",
         "Target torch: "
-        + (".".join(map(str, settings.target_torch)) if settings.target_torch else "latest"),
+        + (".".join(map(str, settings.target_torch)) if settings.target_torch else "latest")
+        + f" (from {settings.target_torch_from})",
         f"Respect .gitignore: {str(settings.respect_gitignore).lower()}",
         f"Exclude: {', '.join(settings.exclude)}",
     ]
@@ -202,3 +286,43 @@ def describe_settings(settings: Settings, files: Sequence[str]) -> str:
 
 def warn(path: str, note: str) -> None:
     click.echo(f"accel-lint: warning: {path}: {note}", err=True)
+
+
+def settings_of(shared: Common, path: str) -> Settings:
+    return shared.settings if shared.resolve is None else shared.resolve(path)
+
+
+def apply_baseline(
+    shared: Common,
+    found: list[Diagnostic],
+    given: Path | None,
+    line_of: Callable[[Diagnostic], str],
+    quiet: bool,
+) -> list[Diagnostic]:
+    """`found` less what the baseline records (`--baseline FILE`, else each file's
+    configured `baseline`); says on standard error how many were hidden."""
+    by_file: dict[Path | None, list[int]] = {}
+    for i, d in enumerate(found):
+        chosen = given if given is not None else settings_of(shared, d.filename).baseline
+        by_file.setdefault(chosen, []).append(i)
+    if set(by_file) <= {None}:
+        return found
+    keep = [True] * len(found)
+    for path, indices in by_file.items():
+        if path is None:
+            continue
+        try:
+            baseline = Baseline.load(path)
+        except BaselineError as exc:
+            fail(str(exc))
+        kept, hidden = baseline.split([found[i] for i in indices], line_of)
+        kept_ids = {id(d) for d in kept}
+        for i in indices:
+            keep[i] = id(found[i]) in kept_ids
+        if not quiet:
+            click.echo(
+                f"accel-lint: {hidden} finding{'s' if hidden != 1 else ''} hidden by the "
+                f"baseline {path}",
+                err=True,
+            )
+    return [d for d, k in zip(found, keep) if k]

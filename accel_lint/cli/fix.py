@@ -8,11 +8,14 @@ from typing import Any
 
 import click
 
+from accel_lint.baseline import FileLines
 from accel_lint.cli.common import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_OK,
+    apply_baseline,
     common,
+    fail,
     internal_error,
     jobs_option,
     read_stdin,
@@ -36,6 +39,11 @@ from accel_lint.writeback import WriteRefused, write_fixed
     "--apply", "apply_", is_flag=True, help="Write the fixes (without it, print the diff)."
 )
 @click.option(
+    "--diff",
+    is_flag=True,
+    help="Print the diff and write nothing (the default; accepted as ruff users type it).",
+)
+@click.option(
     "--exit-non-zero-on-fix", is_flag=True, help="With --apply, exit 1 when a file was changed."
 )
 @jobs_option
@@ -56,8 +64,11 @@ def fix(
     apply_: bool,
     exit_non_zero_on_fix: bool,
     jobs: int | None,
+    diff: bool = False,
 ) -> None:
     """Fix PATHS: print the unified diff, or write it with --apply."""
+    if diff and apply_:
+        fail("--diff prints the diff and writes nothing; it cannot be combined with --apply")
     shared = common(
         paths,
         select,
@@ -83,7 +94,12 @@ def fix(
         targets = discover(shared.paths, settings, force_exclude=force_exclude)
         warn_if_empty(targets, shared.paths)
         targets = once_each(targets)
-        reports = fix_paths(targets, settings, use_cache=not no_cache, jobs=jobs)
+        reports = shared.each(
+            targets,
+            lambda group, group_settings: fix_paths(
+                group, group_settings, use_cache=not no_cache, jobs=jobs
+            ),
+        )
     remaining: list[Diagnostic] = []
     changed_files = fixed_count = bugs = 0
     for report in reports:
@@ -122,6 +138,10 @@ def fix(
         else:
             changed_files += 1
             fixed_count += report.applied
+    if not shared.stdin and (
+        shared.settings.baseline is not None or shared.resolve is not None
+    ):  # findings the baseline records do not hold a commit back (the pre-commit hook)
+        remaining = apply_baseline(shared, remaining, None, FileLines(), quiet)
     if not quiet:
         _fix_summary(apply_, fixed_count, changed_files, remaining, settings, shared.stdin)
     if bugs:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from accel_lint.diagnostic import PARSE_ERROR, Diagnostic
+from accel_lint.notebook import NotebookLines
 from accel_lint.pages import page_url
 
 
@@ -32,17 +33,27 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_line(diag: Diagnostic) -> str:
+def github_line(diag: Diagnostic, notebooks: NotebookLines | None = None) -> str:
     # a parse error fails the run outright; findings are warnings the exit code gates
     level = "error" if diag.code == PARSE_ERROR else "warning"
+    where: tuple[tuple[str, object], ...] = (
+        ("line", diag.row),
+        ("col", diag.column),
+        ("endLine", diag.end_row),
+        ("endColumn", diag.end_column),
+    )
+    if diag.cell is not None:
+        # a notebook: the annotation goes on the `.ipynb` line that holds the cell's row
+        # (the message keeps `cell N:row:col`); unknown, it is an annotation on the file
+        notebooks = notebooks or NotebookLines()
+        start = notebooks.line(diag.filename, diag.cell, diag.row)
+        end = notebooks.line(diag.filename, diag.cell, diag.end_row)
+        where = () if start is None else (("line", start), ("endLine", max(end or start, start)))
     props = ",".join(
         f"{key}={escape_property(str(value))}"
         for key, value in (
             ("file", os.path.abspath(diag.filename)),
-            ("line", diag.row),
-            ("col", diag.column),
-            ("endLine", diag.end_row),
-            ("endColumn", diag.end_column),
+            *where,
             ("title", diag.code),
         )
     )
@@ -52,5 +63,6 @@ def github_line(diag: Diagnostic) -> str:
 
 
 def render_github(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    notebooks = NotebookLines()
     for diag in diagnostics:
-        stream.write(github_line(diag) + "\n")
+        stream.write(github_line(diag, notebooks) + "\n")

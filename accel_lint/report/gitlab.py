@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from accel_lint.diagnostic import PARSE_ERROR, Diagnostic
+from accel_lint.notebook import NotebookLines
 from accel_lint.pages import page_url
 
 
@@ -26,6 +27,7 @@ def _path(filename: str) -> str:
 
 def gitlab_report(diagnostics: Sequence[Diagnostic]) -> list[dict[str, Any]]:
     seen: Counter[tuple[str, str, str]] = Counter()
+    notebooks = NotebookLines()
     out = []
     for d in diagnostics:
         path = _path(d.filename)
@@ -40,16 +42,22 @@ def gitlab_report(diagnostics: Sequence[Diagnostic]) -> list[dict[str, Any]]:
                 "fingerprint": digest,
                 "severity": "blocker" if d.code == PARSE_ERROR else "major",
                 "content": {"body": f"{d.name}: {page_url(d.code)}"},
-                "location": {
-                    "path": path,
-                    "positions": {
-                        "begin": {"line": d.row, "column": d.column},
-                        "end": {"line": d.end_row, "column": d.end_column},
-                    },
-                },
+                "location": {"path": path, "positions": _positions(d, notebooks)},
             }
         )
     return out
+
+
+def _positions(d: Diagnostic, notebooks: NotebookLines) -> dict[str, Any]:
+    if d.cell is None:
+        return {
+            "begin": {"line": d.row, "column": d.column},
+            "end": {"line": d.end_row, "column": d.end_column},
+        }
+    # a notebook: the `.ipynb` file's lines, where GitLab shows the finding
+    start = notebooks.line(d.filename, d.cell, d.row) or 1
+    end = notebooks.line(d.filename, d.cell, d.end_row) or start
+    return {"begin": {"line": start}, "end": {"line": max(start, end)}}
 
 
 def render_gitlab(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from accel_lint.diagnostic import PARSE_ERROR, Diagnostic
+from accel_lint.notebook import NotebookLines
 from accel_lint.pages import page_url
 
 TOOL_URL = "https://github.com/accel-lint/accel-lint"
@@ -18,6 +19,7 @@ TOOL_URL = "https://github.com/accel-lint/accel-lint"
 class _Lines:
     def __init__(self) -> None:
         self._files: dict[str, list[str]] = {}
+        self.notebooks = NotebookLines()
 
     def byte_column(self, d: Diagnostic, row: int, column: int) -> int:
         if d.cell is not None:
@@ -36,6 +38,11 @@ class _Lines:
 
 
 def _range(lines: _Lines, d: Diagnostic, r: int, c: int, er: int, ec: int) -> dict[str, Any]:
+    if d.cell is not None:
+        # a notebook: the `.ipynb` file's lines (the message names the cell)
+        start = lines.notebooks.line(d.filename, d.cell, r) or 1
+        end = lines.notebooks.line(d.filename, d.cell, er) or start
+        return {"start": {"line": start}, "end": {"line": max(start, end)}}
     return {
         "start": {"line": r, "column": lines.byte_column(d, r, c)},
         "end": {"line": er, "column": lines.byte_column(d, er, ec)},

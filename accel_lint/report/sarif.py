@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from accel_lint import __version__
 from accel_lint.diagnostic import PARSE_ERROR, PARSE_ERROR_NAME, Diagnostic
+from accel_lint.notebook import NotebookLines
 from accel_lint.pages import page_url, read_page
 from accel_lint.rules import RULES
 
@@ -94,28 +95,32 @@ def _region(row: int, column: int, end_row: int, end_column: int) -> dict[str, i
     return {"startLine": row, "startColumn": column, "endLine": end_row, "endColumn": end_column}
 
 
-def _result(diag: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
+def _result(diag: Diagnostic, index: dict[str, int], notebooks: NotebookLines) -> dict[str, Any]:
     location = artifact_location(diag.filename)
+    physical: dict[str, Any] = {"artifactLocation": location}
+    if diag.cell is None:
+        physical["region"] = _region(diag.row, diag.column, diag.end_row, diag.end_column)
+    else:
+        # a notebook: the region names the `.ipynb` file's own lines (where the cell's
+        # source rows are written); a column there would count JSON quotes and escapes
+        start = notebooks.line(diag.filename, diag.cell, diag.row)
+        end = notebooks.line(diag.filename, diag.cell, diag.end_row)
+        if start is not None:
+            physical["region"] = {"startLine": start, "endLine": max(end or start, start)}
     result: dict[str, Any] = {
         "ruleId": diag.code,
         "ruleIndex": index[diag.code],
         "level": "error" if diag.code == PARSE_ERROR else "warning",
         "message": {"text": diag.full_message},
-        "locations": [
-            {
-                "physicalLocation": {
-                    "artifactLocation": location,
-                    "region": _region(diag.row, diag.column, diag.end_row, diag.end_column),
-                }
-            }
-        ],
+        "locations": [{"physicalLocation": physical}],
     }
     properties: dict[str, Any] = {}
     if diag.no_fix_reason is not None:
         properties["noFixReason"] = diag.no_fix_reason
     if diag.cell is not None:
-        # a notebook: the region's rows count within this cell (1-based, all cells)
+        # and the position within the cell (1-based, all cells counted), as ruff gives it
         properties["cell"] = diag.cell
+        properties["cellRegion"] = _region(diag.row, diag.column, diag.end_row, diag.end_column)
         result["locations"][0]["logicalLocations"] = [{"name": f"cell {diag.cell}"}]
     if properties:
         result["properties"] = properties
@@ -144,6 +149,7 @@ def _result(diag: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
 def sarif_log(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
     rules = rule_descriptors()
     index = {entry["id"]: i for i, entry in enumerate(rules)}
+    notebooks = NotebookLines()
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -159,7 +165,7 @@ def sarif_log(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
                 },
                 "originalUriBaseIds": {SRCROOT: {"uri": PurePath(os.getcwd()).as_uri() + "/"}},
                 "columnKind": "unicodeCodePoints",
-                "results": [_result(d, index) for d in diagnostics],
+                "results": [_result(d, index, notebooks) for d in diagnostics],
             }
         ],
     }

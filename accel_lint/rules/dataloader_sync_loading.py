@@ -43,6 +43,14 @@ _AT_IMPORT = (
     "the run crashes; move the script's code under the guard first"
 )
 
+# in a notebook there is no guard to move code under: what stops the fix is pickling
+_IN_NOTEBOOK = (
+    "in a notebook, workers started with `spawn` or `forkserver` (macOS, Windows, Linux "
+    "from Python 3.14) cannot load a dataset, transform or collate function that the "
+    "notebook itself defines; set `num_workers` by hand once they come from an "
+    "importable module"
+)
+
 
 def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
@@ -164,7 +172,9 @@ class DataloaderSyncLoading(Rule):
             self.report(
                 call,
                 message,
-                no_fix_reason=_AT_IMPORT,
+                no_fix_reason=(
+                    _IN_NOTEBOOK if self.ctx.path.lower().endswith(".ipynb") else _AT_IMPORT
+                ),
                 equivalence=equivalence,
                 related=related,
             )

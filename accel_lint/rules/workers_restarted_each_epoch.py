@@ -18,6 +18,8 @@ from accel_lint.torch_api import RANDOM_FUNCTIONS
 
 # `persistent_workers` exists since torch 1.7.
 _PERSISTENT_SINCE = (1, 7)
+# how many calls deep `_inside` looks for the loop that encloses a second read
+_MAX_DEPTH = 3
 _RANDOM_PREFIXES = ("random.", "numpy.random.", "torchvision.transforms.Random")
 
 

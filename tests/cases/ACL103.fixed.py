@@ -19,7 +19,10 @@ for epoch in range(2):
         optimizer.step()
 
     for step, (inputs, labels) in enumerate(tqdm(loader)):
-        inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+        inputs, labels = (
+            inputs.to(device, non_blocking=True),
+            labels.to(device, non_blocking=True),
+        )
 
     for batch in loader:
         inputs = batch[0].to(device, non_blocking=True)
