@@ -50,6 +50,7 @@ class WrappedStateDictSaved(Rule):
         self._wrappers = Wrappers.of(self.facts)
         self._calls = CallGraph.of(self.facts)
         self._loads: bool | None = None
+        self._expanded: set[int] = set()
         seen: set[cst.Call] = set()
         for site in saves:
             saved = _saved_object(site.node)
@@ -66,8 +67,9 @@ class WrappedStateDictSaved(Rule):
         """The `<m>.state_dict()` calls whose result `expr` is or holds: directly, inside
         a dict or list display, through the bindings of a name that reach it, or through a
         parameter of a function of the file that its callers fill."""
-        if depth > _MAX_DEPTH:
-            return
+        if depth > _MAX_DEPTH or id(expr) in self._expanded:
+            return  # followed already: what it holds was found then
+        self._expanded.add(id(expr))
         if isinstance(expr, cst.Call):
             if _is_state_dict_call(expr):
                 yield expr, scope
