@@ -6,7 +6,10 @@ the loops and calls the walk recorded:
 - training loops: a loop whose body runs a backward pass (here or in a function of
   the file it calls), and the calls that run on every one of its iterations;
 - gradient accumulation: the optimizer stepped once every k backward passes, either
-  under a modulo test in the training loop or after an inner loop of micro-batches.
+  under a counter test in the training loop (`(i + 1) % k == 0`, `i % k == k - 1`,
+  `step - last_step >= k`, a `should_step` flag bound to one of these), in the loop
+  or in a function of the file it calls on every iteration, or after an inner loop
+  of micro-batches; a loop that also steps on every iteration is not accumulation.
 
 "Follow the calls" means the file's own functions, a few calls deep: a training
 loop that calls `train_step(batch)` runs `train_step`'s body every step.
@@ -24,6 +27,7 @@ import libcst as cst
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts, Guard, LoopSite
 from accel_lint.facts.syntax import last_name
+from accel_lint.facts.tree import Tree
 from accel_lint.names import Scope, resolves_to
 
 Loop = Union[cst.For, cst.While]
@@ -51,6 +55,24 @@ class Accumulation:
     backward: CallSite  # the call in `loop`'s body that runs backward (itself, or a callee)
     step: CallSite
     every: cst.BaseExpression
+    # "modulo": the test of the `if` whose body runs the step (the step branch)
+    test: cst.BaseExpression | None = None
+    # the call in `loop`'s body that runs `step` when the step is in a function it calls
+    via: CallSite | None = None
+
+    def optimizer(self) -> cst.BaseExpression | None:
+        """The optimizer stepped: `opt` for `opt.step()` and for `scaler.step(opt)`."""
+        return stepped_optimizer(self.step)
+
+
+@dataclass(frozen=True)
+class StepBlock:
+    """Where an accumulation steps: `owner` (the counter test's `if`, or the loop around
+    the micro-batches) runs `block` once per window, and `statement` of it steps."""
+
+    owner: cst.If | cst.For | cst.While
+    block: cst.IndentedBlock
+    statement: cst.BaseStatement
 
 
 class Loops:
@@ -297,25 +319,148 @@ class Loops:
         found: list[Accumulation] = []
         for loop in self.training_loops():
             back = self._one_backward(self.backward_sites(loop), loop)
-            steps = [s for s in self.body_calls(loop) if _is_step(s)]
+            steps = self._steps_of(loop)
             if back is None or not steps:
                 continue
-            for step in steps:
-                every = self._modulo_step(step, loop)
-                if every is not None:
-                    found.append(Accumulation("modulo", loop, back, step, every))
+            windows = [(step, via, self._window_step(step, via, loop)) for step, via in steps]
+            if any(window is None for _, _, window in windows):
+                continue  # a step on every iteration (a critic's or another optimizer's)
+            for step, via, window in windows:
+                if window is not None and window is not _MISS:
+                    every, test = window
+                    found.append(Accumulation("modulo", loop, back, step, every, test, via))
                     break
-            else:
-                outer = self._outer_step(loop, back)
-                if outer is not None:
-                    found.append(outer)
         for loop in self.training_loops():
-            if any(a.loop is loop for a in found):
+            if any(a.loop is loop for a in found) or self._steps_of(loop):
                 continue
             outer = self._outer_step(loop, None)
             if outer is not None:
                 found.append(outer)
         return found
+
+    def _steps_of(self, loop: Loop) -> list[tuple[CallSite, CallSite | None]]:
+        """The optimizer steps the loop's body runs: its own, and those of the file's
+        functions it calls on every iteration (with the call that runs them)."""
+        out: list[tuple[CallSite, CallSite | None]] = []
+        for site in self.body_calls(loop):
+            if _is_step(site):
+                out.append((site, None))
+            elif site.bodies and site.bodies[-1] is loop and not self._branches(site, loop):
+                out.extend((inner, site) for inner in self._callee_steps(site, 0, set()))
+        return out
+
+    def _callee_steps(
+        self, site: CallSite, depth: int, seen: set[cst.FunctionDef]
+    ) -> list[CallSite]:
+        callee = self.calls.local_callee(site.node, site.scope)
+        if callee is None or callee[0] in seen or depth >= _MAX_DEPTH - 1:
+            return []
+        seen.add(callee[0])
+        out: list[CallSite] = []
+        for inner in self.calls.by_function.get(callee[0], ()):
+            if inner.bodies:
+                continue  # in a loop of the callee: not once per call
+            if _is_step(inner):
+                out.append(inner)
+            elif not self._branches_in(inner.guards):
+                out.extend(self._callee_steps(inner, depth + 1, seen))
+        return out
+
+    def _window_step(
+        self, step: CallSite, via: CallSite | None, loop: Loop
+    ) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+        """(k, the test) when the step runs under a counter test inside the loop (or in
+        the function the loop calls); None when it runs on every iteration. A step under
+        other conditions only is neither: (no k, no test) is returned as a miss."""
+        inner = self._branches(step, loop) if via is None else self._branches_in(step.guards)
+        if via is not None and self._branches(via, loop):
+            return _MISS
+        if not inner:
+            return None
+        for test, positive in inner:
+            if positive:
+                every = _window_of(test, step.scope, 0)
+                if every is not None:
+                    return every, test
+        return _MISS
+
+    def every_iteration(self, accumulation: Accumulation) -> list[CallSite]:
+        """The calls that run on every iteration of the accumulation's micro-batch loop:
+        in its own body (not under a condition, an inner loop or an `except`), and in the
+        file's functions such a call runs, unconditionally, a few calls deep."""
+        loop = accumulation.loop
+        out: list[CallSite] = []
+        stack: list[tuple[CallSite, int]] = []
+        handled = self._handled()
+        for site in self.body_calls(loop):
+            if site.bodies[-1] is not loop or self._branches(site, loop):
+                continue
+            if id(site.node) in handled:
+                continue
+            out.append(site)
+            stack.append((site, 0))
+        seen: set[cst.FunctionDef] = set()
+        while stack:
+            site, depth = stack.pop()
+            callee = self.calls.local_callee(site.node, site.scope)
+            if callee is None or callee[0] in seen or depth >= _MAX_DEPTH:
+                continue
+            seen.add(callee[0])
+            for inner in self.calls.by_function.get(callee[0], ()):
+                if inner.bodies or self._branches_in(inner.guards) or id(inner.node) in handled:
+                    continue
+                out.append(inner)
+                stack.append((inner, depth + 1))
+        return out
+
+    def step_block(self, accumulation: Accumulation) -> StepBlock | None:
+        """The block that runs once per window and the statement of it that steps: the
+        body of the counter test's `if` (modulo), or the body of the loop around the
+        micro-batch loop (inner loop). None when the step's statement cannot be placed
+        in one (an `if` on one line)."""
+        tree = Tree.of(self.facts)
+        if accumulation.kind == "modulo":
+            if accumulation.test is None:
+                return None
+            owner = tree.parent(accumulation.test)
+        else:
+            bodies = self.site(accumulation.loop).bodies
+            owner = bodies[-1] if bodies else None
+        if not isinstance(owner, (cst.If, cst.For, cst.While)):
+            return None
+        block = owner.body
+        if not isinstance(block, cst.IndentedBlock):
+            return None
+        current: cst.CSTNode | None = accumulation.step.node
+        while current is not None and tree.parent(current) is not block:
+            current = tree.parent(current)
+        if not isinstance(current, cst.BaseStatement):
+            return None
+        return StepBlock(owner, block, current)
+
+    def movable(self, site: CallSite, accumulation: Accumulation) -> cst.SimpleStatementLine | str:
+        """The line of `site`, a call run on every iteration, when a fix can move it into
+        the step block: the call is the line's only statement (`f(...)` or `x = f(...)`),
+        in the function that steps, and not alone in its block. Otherwise why not."""
+        if site.function is not accumulation.step.function:
+            return "the call and the optimizer step are in different functions"
+        tree = Tree.of(self.facts)
+        line = tree.statement_of(site.node)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return "the call shares its line with other statements"
+        small = line.body[0]
+        if not (
+            (isinstance(small, cst.Expr) and small.value is site.node)
+            or (isinstance(small, cst.Assign) and small.value is site.node)
+        ):
+            return "the call is part of a larger statement"
+        block = tree.parent(line)
+        if not isinstance(block, cst.IndentedBlock) or len(block.body) < 2:
+            return "the call is alone in its block"
+        return line
+
+    def _branches_in(self, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
+        return tuple(g for g in guards if g[1] or g[0] not in self.facts.exit_tests)
 
     def backward_sites(self, loop: Loop) -> list[CallSite]:
         """The calls of the loop's body that run a backward pass (themselves or in a
@@ -336,17 +481,6 @@ class Loops:
         continue`, the rest of the body is what every remaining iteration runs."""
         inner = site.guards[len(self.site(loop).guards) :]
         return tuple(g for g in inner if g[1] or g[0] not in self.facts.exit_tests)
-
-    def _modulo_step(self, step: CallSite, loop: Loop) -> cst.BaseExpression | None:
-        """k when the step runs under `if <counter> % k == <r>` (or `not <counter> % k`)
-        inside the loop, possibly `or`-ed with an end-of-data test."""
-        inner = self._branches(step, loop)
-        if len(inner) != 1:
-            return None
-        test, positive = inner[0]
-        if not positive:
-            return None
-        return _modulo_of(test)
 
     def _outer_step(self, loop: Loop, back: CallSite | None) -> Accumulation | None:
         """`for micro in range(k): ... backward()` then `opt.step()` after it, in the loop
@@ -431,6 +565,85 @@ def _one_path_each(paths: list[tuple[Guard, ...]]) -> bool:
     true = [path[1:] for path in paths if path[0][1]]
     false = [path[1:] for path in paths if not path[0][1]]
     return bool(true) and bool(false) and _one_path_each(true) and _one_path_each(false)
+
+
+# a step under conditions that are not a counter test: neither accumulation nor a step
+# on every iteration
+_MISS = (cst.Name("None"), cst.Name("None"))
+
+
+def stepped_optimizer(site: CallSite) -> cst.BaseExpression | None:
+    """`opt` for `opt.step()`, and for a GradScaler's `scaler.step(opt)`."""
+    func = site.node.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    args = [a for a in site.node.args if a.keyword is None and not a.star]
+    if args:
+        return args[0].value
+    return func.value
+
+
+def _window_of(test: cst.BaseExpression, scope: Scope, depth: int) -> cst.BaseExpression | None:
+    """k for a counter test that holds once every k iterations: `(i + 1) % k == 0`,
+    `i % k == k - 1`, `not i % k`, `step - last_step >= k` (`or`-ed with an
+    end-of-data test, `and`-ed with another), or a name bound to one of these (`if
+    should_step:`, `if not accumulating:` for `accumulating = (i + 1) % k != 0`)."""
+    every = _modulo_of(test)
+    if every is not None:
+        return every
+    if isinstance(test, cst.BooleanOperation):
+        return _window_of(test.left, scope, depth) or _window_of(test.right, scope, depth)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator = test.comparisons[0].operator
+        right = test.comparisons[0].comparator
+        if isinstance(operator, (cst.GreaterThanEqual, cst.GreaterThan)) and _difference(test.left):
+            return right
+        if isinstance(operator, (cst.LessThanEqual, cst.LessThan)) and _difference(right):
+            return test.left
+        return None
+    if depth >= 2:
+        return None
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    name = test.expression if isinstance(test, cst.UnaryOperation) else test
+    if not isinstance(name, cst.Name):
+        return None
+    bindings = scope.lookup(name.value)
+    if not bindings or any(b.value is None for b in bindings):
+        return None
+    found: cst.BaseExpression | None = None
+    for binding in bindings:
+        value = binding.value
+        assert value is not None
+        inner = (
+            _not_modulo(value) if negated else _window_of(value, binding.scope or scope, depth + 1)
+        )
+        if inner is None:
+            return None
+        found = found or inner
+    return found
+
+
+def _not_modulo(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """k for `<counter> % k != 0`, which `not` turns into a counter test."""
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.NotEqual)
+    ):
+        for side in (test.left, test.comparisons[0].comparator):
+            if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
+                return side.right
+    return None
+
+
+def _difference(expr: cst.BaseExpression) -> bool:
+    """`step - last_step`: two counters subtracted."""
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Subtract)
+        and not isinstance(expr.right, (cst.Integer, cst.Float))
+        and not isinstance(expr.left, (cst.Integer, cst.Float))
+    )
 
 
 def is_optimizer_step(site: CallSite) -> bool:

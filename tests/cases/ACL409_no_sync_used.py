@@ -14,7 +14,7 @@ def train(loader, accum_steps):
         need_update = (i + 1) % accum_steps == 0
         context = contextlib.nullcontext if need_update else model.no_sync
         with context():
-            model(x).sum().backward()
+            model(x).sum().backward()  # ACL310
         if need_update:
             optimizer.step()  # ACL207
             optimizer.zero_grad()
