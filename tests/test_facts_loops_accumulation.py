@@ -257,3 +257,19 @@ def test_the_calls_of_every_iteration_leave_the_step_branch_out() -> None:
         "model(x).sum()",
         "model(x)",
     ]
+
+
+def test_a_gan_that_alternates_its_optimizers_is_not_accumulation() -> None:
+    loops = _loops(
+        """
+        for i, (x, z) in enumerate(loader):
+            opt_g.zero_grad()
+            if i % 2 == 0:
+                (-critic(generator(z)).mean()).backward()
+                opt_g.step()
+            else:
+                (critic(generator(z).detach()).mean() - critic(x).mean()).backward()
+                opt_c.step()
+        """
+    )
+    assert loops.accumulations() == []

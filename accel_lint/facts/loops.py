@@ -39,6 +39,8 @@ _BACKWARD_CALLS = ("backward", "manual_backward")
 # A counting loop whose variable is spelled like this counts epochs.
 _EPOCH_NAME = re.compile(r"^(?:e|ep|.*epoch.*)$", re.IGNORECASE)
 _COUNTERS = frozenset({"builtins.range", "itertools.count"})
+# (k, the counter test) of a step that runs once every k iterations
+_Window = tuple[cst.BaseExpression, cst.BaseExpression]
 
 
 @dataclass(frozen=True)
@@ -328,6 +330,8 @@ class Loops:
             for step, via, window in windows:
                 if window is not None and window is not _MISS:
                     every, test = window
+                    if _other_optimizer_steps(step, test, windows):
+                        break  # a GAN's alternation: another model trains in between
                     found.append(Accumulation("modulo", loop, back, step, every, test, via))
                     break
         for loop in self.training_loops():
@@ -368,7 +372,7 @@ class Loops:
 
     def _window_step(
         self, step: CallSite, via: CallSite | None, loop: Loop
-    ) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    ) -> _Window | None:
         """(k, the test) when the step runs under a counter test inside the loop (or in
         the function the loop calls); None when it runs on every iteration. A step under
         other conditions only is neither: (no k, no test) is returned as a miss."""
@@ -569,7 +573,24 @@ def _one_path_each(paths: list[tuple[Guard, ...]]) -> bool:
 
 # a step under conditions that are not a counter test: neither accumulation nor a step
 # on every iteration
-_MISS = (cst.Name("None"), cst.Name("None"))
+_MISS: _Window = (cst.Name("None"), cst.Name("None"))
+
+
+def _other_optimizer_steps(
+    step: CallSite,
+    test: cst.BaseExpression,
+    windows: list[tuple[CallSite, CallSite | None, _Window | None]],
+) -> bool:
+    """Another optimizer steps outside the branch of `test` (a generator stepped on
+    even iterations, a discriminator on odd ones)."""
+    mine = stepped_optimizer(step)
+    for other, _, window in windows:
+        theirs = stepped_optimizer(other)
+        if mine is None or theirs is None or theirs.deep_equals(mine):
+            continue
+        if window is None or window is _MISS or window[1] is not test:
+            return True
+    return False
 
 
 def stepped_optimizer(site: CallSite) -> cst.BaseExpression | None:

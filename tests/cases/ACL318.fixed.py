@@ -87,7 +87,8 @@ def reset():
 
 
 # should not flag: zeroed in the step branch, a loop that steps every iteration,
-# a critic's extra steps on another optimizer, another optimizer's gradients
+# a critic's extra steps on another optimizer, a GAN that alternates its optimizers,
+# another optimizer's gradients
 def correct(loader, accum):
     for i, (x, y) in enumerate(loader):
         loss = nn.functional.mse_loss(model(x), y) / accum
@@ -118,6 +119,20 @@ def wgan(loader, generator, critic, n_critic, z_dim):
             loss_g = -critic(generator(torch.randn(real.shape[0], z_dim))).mean()
             loss_g.backward()
             opt_g.step()
+
+
+def alternating(loader, generator, critic):
+    opt_g = torch.optim.Adam(generator.parameters())
+    opt_c = torch.optim.Adam(critic.parameters())
+    for i, (x, z) in enumerate(loader):
+        opt_g.zero_grad()
+        opt_c.zero_grad()
+        if i % 2 == 0:
+            (-critic(generator(z)).mean()).backward()
+            opt_g.step()
+        else:
+            (critic(generator(z).detach()).mean() - critic(x).mean()).backward()
+            opt_c.step()
 
 
 def other_optimizer(loader, accum, probe):
