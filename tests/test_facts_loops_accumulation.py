@@ -182,7 +182,7 @@ def test_a_flag_computed_from_a_counter_test() -> None:
     )
     (found,) = loops.accumulations()
     assert _code(found.every) == "accum"
-    assert _code(found.test) == "should_step"
+    assert found.test is not None and _code(found.test) == "should_step"
 
 
 def test_a_flag_not_computed_from_a_counter_is_not_a_window() -> None:

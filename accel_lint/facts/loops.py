@@ -370,9 +370,7 @@ class Loops:
                 out.extend(self._callee_steps(inner, depth + 1, seen))
         return out
 
-    def _window_step(
-        self, step: CallSite, via: CallSite | None, loop: Loop
-    ) -> _Window | None:
+    def _window_step(self, step: CallSite, via: CallSite | None, loop: Loop) -> _Window | None:
         """(k, the test) when the step runs under a counter test inside the loop (or in
         the function the loop calls); None when it runs on every iteration. A step under
         other conditions only is neither: (no k, no test) is returned as a miss."""
