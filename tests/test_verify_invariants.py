@@ -185,14 +185,22 @@ def test_window_gradients_hold_when_each_step_sums_its_micro_batches(tmp_path: P
     verdict = JUDGES[Invariant.WINDOW_GRADIENTS].judge(original, fixed)
     assert verdict.holds, verdict.reason
     assert verdict.notes == [
-        "3 step(s): the gradients at each step are the sum of the window's backward passes "
-        "(3 window(s) of more than one)",
-        "the original stepped with the last micro-batch's gradients alone in 3 of 3 window(s)",
+        "3 step(s): each sees the sum of its window's backward passes (3 window(s) of more "
+        "than one, none zeroed inside)",
+        "the original zeroed the gradients inside 3 of 3 window(s)",
     ]
+    # the step sees what the window's passes added up to (nothing else touched them)
+    for window in fixed.first["grad_windows"]:
+        added = [
+            sum(m["after"][j] - m["before"][j] for m in window["micro"])
+            for j in range(len(window["at_step"]))
+        ]
+        assert added == pytest.approx(window["at_step"], rel=1e-6)
     unchanged = JUDGES[Invariant.WINDOW_GRADIENTS].judge(original, original)
-    assert unchanged.verdict == cmp.FAILS
-    assert (unchanged.reason or "").startswith(
-        "at step 1 the gradients are not the sum of the window's 3 backward passes"
+    assert (unchanged.verdict, unchanged.reason) == (
+        cmp.FAILS,
+        "the gradients are zeroed inside the window of step 1: the step sees the last "
+        "micro-batches' gradients only",
     )
 
 

@@ -153,14 +153,22 @@ class ClipEvent(TypedDict):
     unscaled: bool | None  # the scaler had unscaled these gradients (None: no scaler)
 
 
+class MicroBatch(TypedDict):
+    """The first optimizer's gradients before and after one backward pass."""
+
+    before: list[float]
+    after: list[float]
+
+
 class GradWindow(TypedDict):
-    """The gradients at an optimizer step of the first optimizer that steps, and what
-    each backward pass since its previous step added to them, as fixed random
-    projections (linear: the projections of a sum are the sums of the projections)."""
+    """The gradients at an optimizer step of the first optimizer that steps, and
+    before and after each backward pass since its previous step, as projections on
+    fixed random directions (linear: a sum's projection is the sum of projections;
+    the same tensors give bitwise the same projections)."""
 
     step: int
     at_step: list[float]
-    micro: list[list[float]]  # one per backward pass in the window
+    micro: list[MicroBatch]  # one per backward pass in the window
 
 
 class ScaleEvent(TypedDict):

@@ -27,6 +27,7 @@ from ..protocol import (
     GradWindow,
     InitEvent,
     LogitsLoss,
+    MicroBatch,
     Record,
     RunConfig,
     SamplerEvent,
@@ -85,7 +86,7 @@ class Runner:
         self.saves: list[SaveEvent] = []
         self.clips: list[ClipEvent] = []
         self.grad_windows: list[GradWindow] = []
-        self.micro: list[list[float]] = []  # backward passes since the last step
+        self.micro: list[MicroBatch] = []  # backward passes since the last step
         self.scales: list[ScaleEvent] = []
         self.logits_losses: list[LogitsLoss] = []
         # the first optimizer's parameters, each with its fixed random directions
@@ -157,10 +158,10 @@ class Runner:
         return out
 
     def after_backward(self, before: list[float] | None) -> None:
-        """What the backward pass added to the first optimizer's gradients."""
+        """The first optimizer's gradients before and after a backward pass."""
         after = self.project() if before is not None else None
         if before is not None and after is not None and len(self.micro) < EVENT_LIMIT:
-            self.micro.append([a - b for a, b in zip(after, before)])
+            self.micro.append({"before": before, "after": after})
 
     def on_scale(self, scaler: Any) -> None:
         if len(self.scales) < EVENT_LIMIT and not self.finishing:
