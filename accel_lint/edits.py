@@ -139,13 +139,18 @@ def remove_args(call: cst.Call, keywords: Collection[str]) -> cst.Call:
 
 
 def move_statement(
-    line: cst.SimpleStatementLine, anchor: cst.BaseStatement, *, after: bool
+    line: cst.SimpleStatementLine | cst.BaseCompoundStatement,
+    anchor: cst.BaseStatement,
+    *,
+    after: bool,
 ) -> dict[cst.CSTNode, Replacement]:
     """Replacements that move `line` (with the comment lines above it) next to
     `anchor`, in whatever block `anchor` stands: after it, or before it (the
     anchor's own comment lines then stay above the pair)."""
     comments = [empty for empty in line.leading_lines if empty.comment is not None]
-    moved = line.with_changes(leading_lines=comments)
+    moved: cst.SimpleStatementLine | cst.BaseCompoundStatement = line.with_changes(
+        leading_lines=comments
+    )
     if after:
         pair: list[cst.BaseStatement] = [anchor, moved]
     else:

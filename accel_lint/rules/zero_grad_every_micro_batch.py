@@ -41,6 +41,44 @@ class ZeroGradEveryMicroBatch(Rule):
                     continue
                 reported.add(id(site.node))
                 self._report(loops, site, accumulation, optimizer, owners)
+            for manual, zeroing in _manual_loops(accumulation, owners):
+                if id(zeroing) not in reported:
+                    reported.add(id(zeroing))
+                    self._report_manual(loops, manual, zeroing, accumulation, optimizer, owners)
+
+    def _report_manual(
+        self,
+        loops: Loops,
+        manual: cst.For,
+        zeroing: cst.CSTNode,
+        accumulation: Accumulation,
+        optimizer: cst.BaseExpression,
+        owners: set[str],
+    ) -> None:
+        """A loop over the model's parameters that zeroes each gradient, run on every
+        micro-batch; the fix moves the whole loop."""
+        k = code_for(accumulation.every)
+        message = (
+            f"The optimizer steps once every `{k}` backward passes, but this loop zeroes "
+            "the parameters' gradients on every micro-batch: only the last micro-batch's "
+            "gradients reach the step (zero them in the step branch, after the step)"
+        )
+        where = loops.step_block(accumulation)
+        if accumulation.via is not None or where is None:
+            reason = "the step is not in a block of the loop's own function"
+            self.report(zeroing, message, no_fix_reason=reason)
+            return
+        if _zeroes_in(where, optimizer, owners):
+            fix = Fix(
+                "Remove the zeroing loop: the step branch already zeroes the gradients",
+                {manual: cst.RemovalSentinel.REMOVE},
+            )
+        else:
+            fix = Fix(
+                "Move the zeroing loop into the step branch, after the step",
+                move_statement(manual, _last_before_exit(where), after=True),
+            )
+        self.report(zeroing, message, fix)
 
     def _owners(self, optimizer: cst.BaseExpression, step: CallSite) -> set[str]:
         """The last names of the modules whose parameters the optimizer was built over
@@ -123,6 +161,65 @@ def _zeroes(site: CallSite, optimizer: cst.BaseExpression, owners: set[str]) -> 
         return True
     name = last_name(func.value)
     return name is not None and name in owners
+
+
+def _manual_loops(
+    accumulation: Accumulation, owners: set[str]
+) -> list[tuple[cst.For, cst.CSTNode]]:
+    """`for p in model.parameters(): p.grad = None` (or `p.grad.zero_()`), a statement
+    of the micro-batch loop's own body (so run on every iteration), over a model the
+    optimizer steps; with the statement that zeroes."""
+    body = accumulation.loop.body
+    if not isinstance(body, cst.IndentedBlock):
+        return []
+    out: list[tuple[cst.For, cst.CSTNode]] = []
+    for statement in body.body:
+        if not isinstance(statement, cst.For) or not isinstance(statement.target, cst.Name):
+            continue
+        iterable = statement.iter
+        if not (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Attribute)
+            and iterable.func.attr.value in _PARAMETERS
+            and last_name(iterable.func.value) in owners
+        ):
+            continue
+        zeroing = _zeroing(statement, statement.target.value)
+        if zeroing is not None:
+            out.append((statement, zeroing))
+    return out
+
+
+def _zeroing(loop: cst.For, name: str) -> cst.CSTNode | None:
+    """`<name>.grad = None`, `<name>.grad.zero_()` or `<name>.grad.data.zero_()`."""
+    for node in descendants(loop.body):
+        if (
+            isinstance(node, cst.Assign)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "None"
+            and any(_is_grad_of(t.target, name) for t in node.targets)
+        ):
+            return node
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "zero_"
+        ):
+            receiver = node.func.value
+            if isinstance(receiver, cst.Attribute) and receiver.attr.value == "data":
+                receiver = receiver.value
+            if _is_grad_of(receiver, name):
+                return node
+    return None
+
+
+def _is_grad_of(expr: cst.BaseExpression, name: str) -> bool:
+    return (
+        isinstance(expr, cst.Attribute)
+        and expr.attr.value == "grad"
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == name
+    )
 
 
 def _zeroes_in(where: StepBlock, optimizer: cst.BaseExpression, owners: set[str]) -> bool:

@@ -57,6 +57,16 @@ def micro_batches(batches, iters, accum):
         opt.step()
 
 
+def manual_loop(loader, accum):
+    for i, (x, y) in enumerate(loader):
+        for p in model.parameters():
+            p.grad = None  # ACL318
+        loss = nn.functional.mse_loss(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+
+
 class Trainer:
     def __init__(self, net, accum):
         self.net = net
