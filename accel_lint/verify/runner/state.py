@@ -48,7 +48,7 @@ PROCESS_START = time.perf_counter()
 PROGRESS_EVERY_S = 0.2
 # gradients are projected (for the accumulation window record) up to this many
 # parameter elements, and that many windows, scales and logits losses are kept
-PROJECT_LIMIT = 20_000_000
+PROJECT_LIMIT = 5_000_000
 EVENT_LIMIT = 256
 PROJECTIONS = 2
 
@@ -146,15 +146,21 @@ class Runner:
                 ]
         if not self._directions:
             return None
-        out = [0.0] * PROJECTIONS
+        # summed on each parameter's device: one transfer per device, not per tensor
+        totals: dict[Any, Any] = {}
         with torch.no_grad():
             for p, directions in self._directions:
                 grad = p.grad
                 if grad is None or grad.is_sparse:
                     continue
                 values = grad.detach().double()
-                for j, direction in enumerate(directions):
-                    out[j] += float((values * direction).sum())
+                part = torch.stack([(values * d).sum() for d in directions])
+                device = part.device
+                totals[device] = part if device not in totals else totals[device] + part
+            out = [0.0] * PROJECTIONS
+            for total in totals.values():
+                for j, value in enumerate(total.cpu().tolist()):
+                    out[j] += value
         return out
 
     def after_backward(self, before: list[float] | None) -> None:
