@@ -48,7 +48,8 @@ class Accumulation:
     """The optimizer steps once every k backward passes of `loop`'s iterations.
 
     `kind` is "modulo" (`if (i + 1) % k == 0: opt.step()` in the loop that runs
-    backward) or "inner-loop" (`for micro in range(k): ...backward()` followed by
+    backward, or any counter test of `_window_of`, possibly in a function the loop
+    calls: `via`) or "inner-loop" (`for micro in range(k): ...backward()` followed by
     `opt.step()` in the enclosing loop). `every` is the expression for k.
     """
 
