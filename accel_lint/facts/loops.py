@@ -26,7 +26,7 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts, Guard, LoopSite
-from accel_lint.facts.syntax import last_name
+from accel_lint.facts.syntax import descendants, last_name
 from accel_lint.facts.tree import Tree
 from accel_lint.names import Scope, resolves_to
 
@@ -87,6 +87,7 @@ class Loops:
         self._training: list[Loop] | None = None
         self._in_handlers: set[int] | None = None
         self._step: dict[Loop, bool] = {}
+        self._bound: dict[Loop, set[str]] = {}
         # the calls in each loop (`in_body`: run by its body, not its header), built
         # once: scanning a function's calls for each of its loops is quadratic in a
         # long module-level script
@@ -389,14 +390,23 @@ class Loops:
 
     def every_iteration(self, accumulation: Accumulation) -> list[CallSite]:
         """The calls that run on every iteration of the accumulation's micro-batch loop:
-        in its own body (not under a condition, an inner loop or an `except`), and in the
-        file's functions such a call runs, unconditionally, a few calls deep."""
+        in its own body (not in an inner loop or an `except`, and under no condition but
+        ones the loop cannot change: `if args.clip:`, `if scaler is not None:`), and in
+        the file's functions such a call runs, unconditionally, a few calls deep."""
         loop = accumulation.loop
         out: list[CallSite] = []
         stack: list[tuple[CallSite, int]] = []
         handled = self._handled()
+        # the sides of the tests the step runs under: a call on the other side of one
+        # (`if accum > 1: ... else: <steps every iteration>`) never runs with it
+        stepping = {id(test): side for test, side in (accumulation.via or accumulation.step).guards}
         for site in self.body_calls(loop):
-            if site.bodies[-1] is not loop or self._branches(site, loop):
+            if site.bodies[-1] is not loop:
+                continue
+            branches = self._branches(site, loop)
+            if not all(self._invariant(test, loop) for test, _ in branches):
+                continue
+            if any(stepping.get(id(test), side) != side for test, side in branches):
                 continue
             if id(site.node) in handled:
                 continue
@@ -415,6 +425,19 @@ class Loops:
                 out.append(inner)
                 stack.append((inner, depth + 1))
         return out
+
+    def _invariant(self, test: cst.BaseExpression, loop: Loop) -> bool:
+        """The test gives the same answer on every iteration: it calls nothing and reads
+        no name or attribute the loop binds (its target, assignments in its body)."""
+        bound = self._bound.get(loop)
+        if bound is None:
+            bound = self._bound[loop] = _bound_in(loop)
+        for node in descendants(test):
+            if isinstance(node, (cst.Call, cst.NamedExpr, cst.Await, cst.Lambda)):
+                return False
+            if isinstance(node, (cst.Name, cst.Attribute)) and _dotted(node) in bound:
+                return False
+        return True
 
     def step_block(self, accumulation: Accumulation) -> StepBlock | None:
         """The block that runs once per window and the statement of it that steps: the
@@ -460,6 +483,14 @@ class Loops:
         block = tree.parent(line)
         if not isinstance(block, cst.IndentedBlock) or len(block.body) < 2:
             return "the call is alone in its block"
+        where = self.step_block(accumulation)
+        if (
+            where is not None
+            and block is not where.block
+            and block is not accumulation.loop.body
+            and block not in tree.ancestors(where.owner)
+        ):
+            return "the call is under a condition of its own that the step branch is not"
         return line
 
     def _branches_in(self, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
@@ -512,6 +543,47 @@ class Loops:
         if every is None:
             return None
         return Accumulation("inner-loop", loop, back, steps[0], every)
+
+
+def _dotted(node: cst.Name | cst.Attribute) -> str | None:
+    """`args.clip` for the attribute chain, `x` for a name; None for `f().x`."""
+    if isinstance(node, cst.Name):
+        return node.value
+    inner = node.value
+    if isinstance(inner, (cst.Name, cst.Attribute)):
+        base = _dotted(inner)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def _bound_in(loop: Loop) -> set[str]:
+    """Names and attribute chains the loop binds: its target, and the targets of the
+    assignments, loops, `with ... as` and walruses in its body."""
+    targets: list[cst.BaseExpression] = []
+    if isinstance(loop, cst.For):
+        targets.append(loop.target)
+    for node in descendants(loop.body):
+        if isinstance(node, cst.Assign):
+            targets.extend(t.target for t in node.targets)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+            targets.append(node.target)
+        elif isinstance(node, cst.AsName):
+            if isinstance(node.name, cst.BaseExpression):
+                targets.append(node.name)
+        elif isinstance(node, cst.NamedExpr):
+            targets.append(node.target)
+    bound: set[str] = set()
+    while targets:
+        target = targets.pop()
+        if isinstance(target, (cst.Tuple, cst.List)):
+            targets.extend(e.value for e in target.elements)
+        elif isinstance(target, (cst.StarredElement, cst.Subscript)):
+            targets.append(target.value)
+        elif isinstance(target, (cst.Name, cst.Attribute)):
+            name = _dotted(target)
+            if name is not None:
+                bound.add(name)
+    return bound
 
 
 def _calls_in_handlers(module: cst.Module) -> set[int]:

@@ -52,6 +52,32 @@ def micro_batches(batches, iters, accum):
         opt.zero_grad()
 
 
+def switched(loader, accum, clip):
+    # a switch the loop cannot change still runs on every micro-batch when on; the
+    # branch that steps on every iteration is left alone (reported, not fixed: the
+    # clip has a condition of its own)
+    for i, (x, y) in enumerate(loader):
+        with torch.autocast("cuda", enabled=torch.cuda.is_available()):
+            loss = nn.functional.mse_loss(model(x), y)
+        if accum > 1:
+            scaler.scale(loss / accum).backward()
+            if clip:
+                scaler.unscale_(opt)  # ACL319
+                nn.utils.clip_grad_norm_(model.parameters(), clip)  # ACL320
+            if (i + 1) % accum == 0:
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad()
+        else:
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            if clip:
+                scaler.unscale_(opt)
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
+            scaler.step(opt)
+            scaler.update()
+
+
 # should not flag: one clip in the step branch, a loop that steps on every iteration
 def correct(loader, accum):
     for i, (x, y) in enumerate(loader):
