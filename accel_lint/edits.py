@@ -136,3 +136,27 @@ def remove_args(call: cst.Call, keywords: Collection[str]) -> cst.Call:
             comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
         )
     return call.with_changes(args=keep)
+
+
+def move_statement(
+    line: cst.SimpleStatementLine | cst.BaseCompoundStatement,
+    anchor: cst.BaseStatement,
+    *,
+    after: bool,
+) -> dict[cst.CSTNode, Replacement]:
+    """Replacements that move `line` (with the comment lines above it) next to
+    `anchor`, in whatever block `anchor` stands: after it, or before it (the
+    anchor's own comment lines then stay above the pair)."""
+    comments = [empty for empty in line.leading_lines if empty.comment is not None]
+    moved: cst.SimpleStatementLine | cst.BaseCompoundStatement = line.with_changes(
+        leading_lines=comments
+    )
+    if after:
+        pair: list[cst.BaseStatement] = [anchor, moved]
+    else:
+        assert isinstance(anchor, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+        pair = [
+            moved.with_changes(leading_lines=[*anchor.leading_lines, *comments]),
+            anchor.with_changes(leading_lines=()),
+        ]
+    return {line: cst.RemovalSentinel.REMOVE, anchor: cst.FlattenSentinel(pair)}

@@ -55,6 +55,12 @@ class Invariant(str, Enum):
     ORIGINAL_RAISES = "original-raises"  # the original raises, the fixed script runs
     BARE_CHECKPOINT = "bare-checkpoint"  # saved state dicts load into the bare model
     UNSCALED_CLIP = "unscaled-clip"  # clipping sees the true (unscaled) gradients
+    # at each optimizer step the gradients are the sum over the window's micro-batches
+    WINDOW_GRADIENTS = "window-gradients"
+    CONSTANT_SCALE = "constant-scale"  # the loss scale is constant inside each window
+    ONE_CLIP_PER_STEP = "one-clip-per-step"  # one clip per optimizer step
+    # the original raises; the fixed loss is close to the float32 loss
+    RAISES_THEN_CLOSE = "raises-then-close"
 
 
 class Cause(str, Enum):

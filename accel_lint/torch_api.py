@@ -495,6 +495,14 @@ CLIP_GRAD = _spellings(
     ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"),
 )
 
+# binary cross-entropy on probabilities, which CUDA autocast refuses to run
+BCE_LOSS = frozenset(
+    {"torch.nn.BCELoss", "torch.nn.modules.BCELoss", "torch.nn.modules.loss.BCELoss"}
+)
+BCE_FUNCTION = frozenset({"torch.nn.functional.binary_cross_entropy"})
+BCE_WITH_LOGITS = "torch.nn.functional.binary_cross_entropy_with_logits"
+SIGMOID = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
+
 # the TF32 switches: legacy booleans and, from torch 2.9, the `fp32_precision` strings
 TF32_LEGACY_MATMUL = "torch.backends.cuda.matmul.allow_tf32"
 TF32_LEGACY_CUDNN = "torch.backends.cudnn.allow_tf32"

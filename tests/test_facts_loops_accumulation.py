@@ -144,3 +144,132 @@ def test_optimizer_steps_are_not_scheduler_steps() -> None:
     )
     steps = [s for s in loops.facts.calls if is_optimizer_step(s)]
     assert [_code(s.node) for s in steps] == ["optimizer.step()", "scaler.step(optimizer)"]
+
+
+def test_the_counter_tests_of_the_definition() -> None:
+    for test, k in [
+        ("(i + 1) % k == 0", "k"),
+        ("i % args.k == args.k - 1", "args.k"),
+        ("i - last_step >= k", "k"),
+        ("k <= i - last_step", "k"),
+        ("not (i + 1) % k", "k"),
+    ]:
+        loops = _loops(
+            f"""
+            for i, x in enumerate(loader):
+                model(x).sum().backward()
+                if {test}:
+                    opt.step()
+            """
+        )
+        (found,) = loops.accumulations()
+        assert (found.kind, _code(found.every)) == ("modulo", k), test
+        assert found.test is not None and _code(found.test) == test
+
+
+def test_a_flag_computed_from_a_counter_test() -> None:
+    loops = _loops(
+        """
+        for i, x in enumerate(loader):
+            should_step = (i + 1) % accum == 0 or i == len(loader) - 1
+            accumulating = (i + 1) % accum != 0
+            model(x).sum().backward()
+            if should_step:
+                opt.step()
+            if not accumulating:
+                sched.step()
+        """
+    )
+    (found,) = loops.accumulations()
+    assert _code(found.every) == "accum"
+    assert found.test is not None and _code(found.test) == "should_step"
+
+
+def test_a_flag_not_computed_from_a_counter_is_not_a_window() -> None:
+    loops = _loops(
+        """
+        for i, x in enumerate(loader):
+            should_step = loss_is_finite(x)
+            model(x).sum().backward()
+            if should_step:
+                opt.step()
+        """
+    )
+    assert loops.accumulations() == []
+
+
+def test_the_step_in_a_function_the_loop_calls_on_every_iteration() -> None:
+    loops = _loops(
+        """
+        def train_step(i, x):
+            opt.zero_grad()
+            model(x).sum().backward()
+            if (i + 1) % accum == 0:
+                opt.step()
+
+        for i, x in enumerate(loader):
+            train_step(i, x)
+        """
+    )
+    (found,) = loops.accumulations()
+    assert found.via is not None and _code(found.via.node) == "train_step(i, x)"
+    assert _code(found.step.node) == "opt.step()"
+    assert [_code(s.node) for s in loops.every_iteration(found)] == [
+        "train_step(i, x)",
+        "opt.zero_grad()",
+        "model(x).sum().backward()",
+        "model(x).sum()",
+        "model(x)",
+    ]
+    where = loops.step_block(found)
+    assert where is not None and _code(where.statement).strip() == "opt.step()"
+
+
+def test_a_loop_that_also_steps_on_every_iteration_is_not_accumulation() -> None:
+    loops = _loops(
+        """
+        for i, x in enumerate(loader):
+            loss = model(x).sum()
+            loss.backward()
+            opt_d.step()
+            if i % n_critic == 0:
+                opt_g.step()
+        """
+    )
+    assert loops.accumulations() == []
+
+
+def test_the_calls_of_every_iteration_leave_the_step_branch_out() -> None:
+    loops = _loops(
+        """
+        for i, x in enumerate(loader):
+            opt.zero_grad()
+            model(x).sum().backward()
+            if (i + 1) % k == 0:
+                opt.step()
+                log(i)
+        """
+    )
+    (found,) = loops.accumulations()
+    assert [_code(s.node) for s in loops.every_iteration(found)] == [
+        "opt.zero_grad()",
+        "model(x).sum().backward()",
+        "model(x).sum()",
+        "model(x)",
+    ]
+
+
+def test_a_gan_that_alternates_its_optimizers_is_not_accumulation() -> None:
+    loops = _loops(
+        """
+        for i, (x, z) in enumerate(loader):
+            opt_g.zero_grad()
+            if i % 2 == 0:
+                (-critic(generator(z)).mean()).backward()
+                opt_g.step()
+            else:
+                (critic(generator(z).detach()).mean() - critic(x).mean()).backward()
+                opt_c.step()
+        """
+    )
+    assert loops.accumulations() == []

@@ -6,7 +6,10 @@ the loops and calls the walk recorded:
 - training loops: a loop whose body runs a backward pass (here or in a function of
   the file it calls), and the calls that run on every one of its iterations;
 - gradient accumulation: the optimizer stepped once every k backward passes, either
-  under a modulo test in the training loop or after an inner loop of micro-batches.
+  under a counter test in the training loop (`(i + 1) % k == 0`, `i % k == k - 1`,
+  `step - last_step >= k`, a `should_step` flag bound to one of these), in the loop
+  or in a function of the file it calls on every iteration, or after an inner loop
+  of micro-batches; a loop that also steps on every iteration is not accumulation.
 
 "Follow the calls" means the file's own functions, a few calls deep: a training
 loop that calls `train_step(batch)` runs `train_step`'s body every step.
@@ -23,8 +26,8 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts, Guard, LoopSite
-from accel_lint.facts.order import Orders
-from accel_lint.facts.syntax import last_name
+from accel_lint.facts.syntax import descendants, last_name
+from accel_lint.facts.tree import Tree
 from accel_lint.names import Scope, resolves_to
 
 Loop = Union[cst.For, cst.While]
@@ -36,6 +39,8 @@ _BACKWARD_CALLS = ("backward", "manual_backward")
 # A counting loop whose variable is spelled like this counts epochs.
 _EPOCH_NAME = re.compile(r"^(?:e|ep|.*epoch.*)$", re.IGNORECASE)
 _COUNTERS = frozenset({"builtins.range", "itertools.count"})
+# (k, the counter test) of a step that runs once every k iterations
+_Window = tuple[cst.BaseExpression, cst.BaseExpression]
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,8 @@ class Accumulation:
     """The optimizer steps once every k backward passes of `loop`'s iterations.
 
     `kind` is "modulo" (`if (i + 1) % k == 0: opt.step()` in the loop that runs
-    backward) or "inner-loop" (`for micro in range(k): ...backward()` followed by
+    backward, or any counter test of `_window_of`, possibly in a function the loop
+    calls: `via`) or "inner-loop" (`for micro in range(k): ...backward()` followed by
     `opt.step()` in the enclosing loop). `every` is the expression for k.
     """
 
@@ -52,6 +58,24 @@ class Accumulation:
     backward: CallSite  # the call in `loop`'s body that runs backward (itself, or a callee)
     step: CallSite
     every: cst.BaseExpression
+    # "modulo": the test of the `if` whose body runs the step (the step branch)
+    test: cst.BaseExpression | None = None
+    # the call in `loop`'s body that runs `step` when the step is in a function it calls
+    via: CallSite | None = None
+
+    def optimizer(self) -> cst.BaseExpression | None:
+        """The optimizer stepped: `opt` for `opt.step()` and for `scaler.step(opt)`."""
+        return stepped_optimizer(self.step)
+
+
+@dataclass(frozen=True)
+class StepBlock:
+    """Where an accumulation steps: `owner` (the counter test's `if`, or the loop around
+    the micro-batches) runs `block` once per window, and `statement` of it steps."""
+
+    owner: cst.If | cst.For | cst.While
+    block: cst.IndentedBlock
+    statement: cst.BaseStatement
 
 
 class Loops:
@@ -63,6 +87,7 @@ class Loops:
         self._training: list[Loop] | None = None
         self._in_handlers: set[int] | None = None
         self._step: dict[Loop, bool] = {}
+        self._bound: dict[Loop, set[str]] = {}
         # the calls in each loop (`in_body`: run by its body, not its header), built
         # once: scanning a function's calls for each of its loops is quadratic in a
         # long module-level script
@@ -300,25 +325,178 @@ class Loops:
         found: list[Accumulation] = []
         for loop in self.training_loops():
             back = self._one_backward(self.backward_sites(loop), loop)
-            steps = [s for s in self.body_calls(loop) if _is_step(s)]
+            steps = self._steps_of(loop)
             if back is None or not steps:
                 continue
-            for step in steps:
-                every = self._modulo_step(step, loop)
-                if every is not None:
-                    found.append(Accumulation("modulo", loop, back, step, every))
+            windows = [(step, via, self._window_step(step, via, loop)) for step, via in steps]
+            if any(window is None for _, _, window in windows):
+                continue  # a step on every iteration (a critic's or another optimizer's)
+            for step, via, window in windows:
+                if window is not None and window is not _MISS:
+                    every, test = window
+                    if _other_optimizer_steps(step, test, windows):
+                        break  # a GAN's alternation: another model trains in between
+                    found.append(Accumulation("modulo", loop, back, step, every, test, via))
                     break
-            else:
-                outer = self._outer_step(loop, back)
-                if outer is not None:
-                    found.append(outer)
         for loop in self.training_loops():
-            if any(a.loop is loop for a in found):
+            if any(a.loop is loop for a in found) or self._steps_of(loop):
                 continue
             outer = self._outer_step(loop, None)
             if outer is not None:
                 found.append(outer)
         return found
+
+    def _steps_of(self, loop: Loop) -> list[tuple[CallSite, CallSite | None]]:
+        """The optimizer steps the loop's body runs: its own, and those of the file's
+        functions it calls on every iteration (with the call that runs them)."""
+        out: list[tuple[CallSite, CallSite | None]] = []
+        for site in self.body_calls(loop):
+            if _is_step(site):
+                out.append((site, None))
+            elif site.bodies and site.bodies[-1] is loop and not self._branches(site, loop):
+                out.extend((inner, site) for inner in self._callee_steps(site, 0, set()))
+        return out
+
+    def _callee_steps(
+        self, site: CallSite, depth: int, seen: set[cst.FunctionDef]
+    ) -> list[CallSite]:
+        callee = self.calls.local_callee(site.node, site.scope)
+        if callee is None or callee[0] in seen or depth >= _MAX_DEPTH - 1:
+            return []
+        seen.add(callee[0])
+        out: list[CallSite] = []
+        for inner in self.calls.by_function.get(callee[0], ()):
+            if inner.bodies:
+                continue  # in a loop of the callee: not once per call
+            if _is_step(inner):
+                out.append(inner)
+            elif not self._branches_in(inner.guards):
+                out.extend(self._callee_steps(inner, depth + 1, seen))
+        return out
+
+    def _window_step(self, step: CallSite, via: CallSite | None, loop: Loop) -> _Window | None:
+        """(k, the test) when the step runs under a counter test inside the loop (or in
+        the function the loop calls); None when it runs on every iteration. A step under
+        other conditions only is neither: (no k, no test) is returned as a miss."""
+        inner = self._branches(step, loop) if via is None else self._branches_in(step.guards)
+        if via is not None and self._branches(via, loop):
+            return _MISS
+        if not inner:
+            return None
+        for test, positive in inner:
+            if positive:
+                every = _window_of(test, step.scope, 0)
+                if every is not None:
+                    return every, test
+        return _MISS
+
+    def every_iteration(self, accumulation: Accumulation) -> list[CallSite]:
+        """The calls that run on every iteration of the accumulation's micro-batch loop:
+        in its own body (not in an inner loop or an `except`, and under no condition but
+        ones the loop cannot change: `if args.clip:`, `if scaler is not None:`), and in
+        the file's functions such a call runs, unconditionally, a few calls deep."""
+        loop = accumulation.loop
+        out: list[CallSite] = []
+        stack: list[tuple[CallSite, int]] = []
+        handled = self._handled()
+        # the sides of the tests the step runs under: a call on the other side of one
+        # (`if accum > 1: ... else: <steps every iteration>`) never runs with it
+        stepping = {id(test): side for test, side in (accumulation.via or accumulation.step).guards}
+        for site in self.body_calls(loop):
+            if site.bodies[-1] is not loop:
+                continue
+            branches = self._branches(site, loop)
+            if not all(self._invariant(test, loop) for test, _ in branches):
+                continue
+            if any(stepping.get(id(test), side) != side for test, side in branches):
+                continue
+            if id(site.node) in handled:
+                continue
+            out.append(site)
+            stack.append((site, 0))
+        seen: set[cst.FunctionDef] = set()
+        while stack:
+            site, depth = stack.pop()
+            callee = self.calls.local_callee(site.node, site.scope)
+            if callee is None or callee[0] in seen or depth >= _MAX_DEPTH:
+                continue
+            seen.add(callee[0])
+            for inner in self.calls.by_function.get(callee[0], ()):
+                if inner.bodies or self._branches_in(inner.guards) or id(inner.node) in handled:
+                    continue
+                out.append(inner)
+                stack.append((inner, depth + 1))
+        return out
+
+    def _invariant(self, test: cst.BaseExpression, loop: Loop) -> bool:
+        """The test gives the same answer on every iteration: it calls nothing and reads
+        no name or attribute the loop binds (its target, assignments in its body)."""
+        bound = self._bound.get(loop)
+        if bound is None:
+            bound = self._bound[loop] = _bound_in(loop)
+        for node in descendants(test):
+            if isinstance(node, (cst.Call, cst.NamedExpr, cst.Await, cst.Lambda)):
+                return False
+            if isinstance(node, (cst.Name, cst.Attribute)) and _dotted(node) in bound:
+                return False
+        return True
+
+    def step_block(self, accumulation: Accumulation) -> StepBlock | None:
+        """The block that runs once per window and the statement of it that steps: the
+        body of the counter test's `if` (modulo), or the body of the loop around the
+        micro-batch loop (inner loop). None when the step's statement cannot be placed
+        in one (an `if` on one line)."""
+        tree = Tree.of(self.facts)
+        if accumulation.kind == "modulo":
+            if accumulation.test is None:
+                return None
+            owner = tree.parent(accumulation.test)
+        else:
+            bodies = self.site(accumulation.loop).bodies
+            owner = bodies[-1] if bodies else None
+        if not isinstance(owner, (cst.If, cst.For, cst.While)):
+            return None
+        block = owner.body
+        if not isinstance(block, cst.IndentedBlock):
+            return None
+        current: cst.CSTNode | None = accumulation.step.node
+        while current is not None and tree.parent(current) is not block:
+            current = tree.parent(current)
+        if not isinstance(current, cst.BaseStatement):
+            return None
+        return StepBlock(owner, block, current)
+
+    def movable(self, site: CallSite, accumulation: Accumulation) -> cst.SimpleStatementLine | str:
+        """The line of `site`, a call run on every iteration, when a fix can move it into
+        the step block: the call is the line's only statement (`f(...)` or `x = f(...)`),
+        in the function that steps, and not alone in its block. Otherwise why not."""
+        if site.function is not accumulation.step.function:
+            return "the call and the optimizer step are in different functions"
+        tree = Tree.of(self.facts)
+        line = tree.statement_of(site.node)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return "the call shares its line with other statements"
+        small = line.body[0]
+        if not (
+            (isinstance(small, cst.Expr) and small.value is site.node)
+            or (isinstance(small, cst.Assign) and small.value is site.node)
+        ):
+            return "the call is part of a larger statement"
+        block = tree.parent(line)
+        if not isinstance(block, cst.IndentedBlock) or len(block.body) < 2:
+            return "the call is alone in its block"
+        where = self.step_block(accumulation)
+        if (
+            where is not None
+            and block is not where.block
+            and block is not accumulation.loop.body
+            and block not in tree.ancestors(where.owner)
+        ):
+            return "the call is under a condition of its own that the step branch is not"
+        return line
+
+    def _branches_in(self, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
+        return tuple(g for g in guards if g[1] or g[0] not in self.facts.exit_tests)
 
     def backward_sites(self, loop: Loop) -> list[CallSite]:
         """The calls of the loop's body that run a backward pass (themselves or in a
@@ -339,23 +517,6 @@ class Loops:
         continue`, the rest of the body is what every remaining iteration runs."""
         inner = site.guards[len(self.site(loop).guards) :]
         return tuple(g for g in inner if g[1] or g[0] not in self.facts.exit_tests)
-
-    def _modulo_step(self, step: CallSite, loop: Loop) -> cst.BaseExpression | None:
-        """k when the step runs under `if <counter> % k == <r>` (or `not <counter> % k`)
-        inside the loop, possibly `or`-ed with an end-of-data test."""
-        inner = self._branches(step, loop)
-        if len(inner) != 1:
-            return None
-        test, positive = inner[0]
-        if not positive:
-            return None
-        if isinstance(test, cst.Name):
-            # `should_step = (i + 1) % k == 0` ... `if should_step:`
-            bindings = Orders.of(self.facts).reaching(test, step.scope)
-            if not bindings or len(bindings) != 1 or bindings[0].value is None:
-                return None
-            test = bindings[0].value
-        return _modulo_of(test)
 
     def _outer_step(self, loop: Loop, back: CallSite | None) -> Accumulation | None:
         """`for micro in range(k): ... backward()` (or `for part in batch.chunk(k):`) then
@@ -390,6 +551,47 @@ class Loops:
         if every is None:
             return None
         return Accumulation("inner-loop", loop, back, steps[0], every)
+
+
+def _dotted(node: cst.Name | cst.Attribute) -> str | None:
+    """`args.clip` for the attribute chain, `x` for a name; None for `f().x`."""
+    if isinstance(node, cst.Name):
+        return node.value
+    inner = node.value
+    if isinstance(inner, (cst.Name, cst.Attribute)):
+        base = _dotted(inner)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def _bound_in(loop: Loop) -> set[str]:
+    """Names and attribute chains the loop binds: its target, and the targets of the
+    assignments, loops, `with ... as` and walruses in its body."""
+    targets: list[cst.BaseExpression] = []
+    if isinstance(loop, cst.For):
+        targets.append(loop.target)
+    for node in descendants(loop.body):
+        if isinstance(node, cst.Assign):
+            targets.extend(t.target for t in node.targets)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+            targets.append(node.target)
+        elif isinstance(node, cst.AsName):
+            if isinstance(node.name, cst.BaseExpression):
+                targets.append(node.name)
+        elif isinstance(node, cst.NamedExpr):
+            targets.append(node.target)
+    bound: set[str] = set()
+    while targets:
+        target = targets.pop()
+        if isinstance(target, (cst.Tuple, cst.List)):
+            targets.extend(e.value for e in target.elements)
+        elif isinstance(target, (cst.StarredElement, cst.Subscript)):
+            targets.append(target.value)
+        elif isinstance(target, (cst.Name, cst.Attribute)):
+            name = _dotted(target)
+            if name is not None:
+                bound.add(name)
+    return bound
 
 
 def _calls_in_handlers(module: cst.Module) -> set[int]:
@@ -446,6 +648,102 @@ def _one_path_each(paths: list[tuple[Guard, ...]]) -> bool:
     true = [path[1:] for path in paths if path[0][1]]
     false = [path[1:] for path in paths if not path[0][1]]
     return bool(true) and bool(false) and _one_path_each(true) and _one_path_each(false)
+
+
+# a step under conditions that are not a counter test: neither accumulation nor a step
+# on every iteration
+_MISS: _Window = (cst.Name("None"), cst.Name("None"))
+
+
+def _other_optimizer_steps(
+    step: CallSite,
+    test: cst.BaseExpression,
+    windows: list[tuple[CallSite, CallSite | None, _Window | None]],
+) -> bool:
+    """Another optimizer steps outside the branch of `test` (a generator stepped on
+    even iterations, a discriminator on odd ones)."""
+    mine = stepped_optimizer(step)
+    for other, _, window in windows:
+        theirs = stepped_optimizer(other)
+        if mine is None or theirs is None or theirs.deep_equals(mine):
+            continue
+        if window is None or window is _MISS or window[1] is not test:
+            return True
+    return False
+
+
+def stepped_optimizer(site: CallSite) -> cst.BaseExpression | None:
+    """`opt` for `opt.step()`, and for a GradScaler's `scaler.step(opt)`."""
+    func = site.node.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    args = [a for a in site.node.args if a.keyword is None and not a.star]
+    if args:
+        return args[0].value
+    return func.value
+
+
+def _window_of(test: cst.BaseExpression, scope: Scope, depth: int) -> cst.BaseExpression | None:
+    """k for a counter test that holds once every k iterations: `(i + 1) % k == 0`,
+    `i % k == k - 1`, `not i % k`, `step - last_step >= k` (`or`-ed with an
+    end-of-data test, `and`-ed with another), or a name bound to one of these (`if
+    should_step:`, `if not accumulating:` for `accumulating = (i + 1) % k != 0`)."""
+    every = _modulo_of(test)
+    if every is not None:
+        return every
+    if isinstance(test, cst.BooleanOperation):
+        return _window_of(test.left, scope, depth) or _window_of(test.right, scope, depth)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator = test.comparisons[0].operator
+        right = test.comparisons[0].comparator
+        if isinstance(operator, (cst.GreaterThanEqual, cst.GreaterThan)) and _difference(test.left):
+            return right
+        if isinstance(operator, (cst.LessThanEqual, cst.LessThan)) and _difference(right):
+            return test.left
+        return None
+    if depth >= 2:
+        return None
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    name = test.expression if isinstance(test, cst.UnaryOperation) else test
+    if not isinstance(name, cst.Name):
+        return None
+    bindings = scope.lookup(name.value)
+    if not bindings or any(b.value is None for b in bindings):
+        return None
+    found: cst.BaseExpression | None = None
+    for binding in bindings:
+        value = binding.value
+        assert value is not None
+        inner = (
+            _not_modulo(value) if negated else _window_of(value, binding.scope or scope, depth + 1)
+        )
+        if inner is None:
+            return None
+        found = found or inner
+    return found
+
+
+def _not_modulo(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """k for `<counter> % k != 0`, which `not` turns into a counter test."""
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.NotEqual)
+    ):
+        for side in (test.left, test.comparisons[0].comparator):
+            if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
+                return side.right
+    return None
+
+
+def _difference(expr: cst.BaseExpression) -> bool:
+    """`step - last_step`: two counters subtracted."""
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Subtract)
+        and not isinstance(expr.right, (cst.Integer, cst.Float))
+        and not isinstance(expr.left, (cst.Integer, cst.Float))
+    )
 
 
 def is_optimizer_step(site: CallSite) -> bool:

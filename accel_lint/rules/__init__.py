@@ -283,6 +283,33 @@ RULES: tuple[RuleEntry, ...] = (
         requires=(TRAINS,),
         calls=(BACKWARD,),
     ),
+    RuleEntry(
+        "ACL318",
+        "zero_grad_every_micro_batch.ZeroGradEveryMicroBatch",
+        (b"zero_grad",),
+        requires=(TRAINS,),
+        calls=(BACKWARD,),
+    ),
+    RuleEntry(
+        "ACL319",
+        "grad_scaler_every_micro_batch.GradScalerEveryMicroBatch",
+        (b"unscale_", b"update("),
+        requires=(TRAINS,),
+        calls=(BACKWARD,),
+    ),
+    RuleEntry(
+        "ACL320",
+        "clip_every_micro_batch.ClipEveryMicroBatch",
+        (b"clip_grad",),
+        requires=(TRAINS,),
+        calls=(BACKWARD,),
+    ),
+    RuleEntry(
+        "ACL321",
+        "bce_under_autocast.BceUnderAutocast",
+        (b"BCELoss", b"binary_cross_entropy"),
+        requires=(AUTOCAST,),
+    ),
     RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
     RuleEntry(
         "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL

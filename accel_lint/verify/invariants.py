@@ -320,12 +320,216 @@ def unscaled_clip(
     return Verdict(HOLDS, None, *numbers, notes=notes)
 
 
+def judge_window_gradients(original: RunResult, fixed: RunResult) -> Verdict:
+    return window_gradients(original.records, fixed.records)
+
+
+def _zero(values: Sequence[float]) -> bool:
+    return all(v == 0.0 for v in values)
+
+
+def _zeroed_inside(window: Any) -> int:
+    """Backward passes of the window (after its first) that started from zeroed
+    gradients although the previous one had left some."""
+    micro = window["micro"]
+    return sum(
+        1
+        for prev, cur in zip(micro, micro[1:])
+        if _zero(cur["before"]) and not _zero(prev["after"])
+    )
+
+
+def window_gradients(original: Sequence[Record], fixed: Sequence[Record]) -> Verdict:
+    """At each optimizer step of the fixed script, the gradients are the sum over the
+    window's micro-batches: each backward pass of a window starts from the gradients
+    the previous one left (recorded as projections before and after every pass: the
+    same tensors give bitwise the same numbers), so what the step sees is their sum.
+    The original, zeroing on every micro-batch, starts each one from zero."""
+    windows = [w for r in fixed[:1] for w in r.get("grad_windows", [])]
+    several = [w for w in windows if len(w["micro"]) > 1]
+    if not several:
+        return Verdict(
+            NOT_VERIFIABLE,
+            "no optimizer step followed more than one backward pass before the stop "
+            "(or the model is too large to record its gradients): raise --steps",
+        )
+    changed = 0
+    for window in several:
+        if _zeroed_inside(window):
+            return Verdict(
+                FAILS,
+                f"the gradients are zeroed inside the window of step {window['step'] + 1}: "
+                "the step sees the last micro-batches' gradients only",
+            )
+        micro = window["micro"]
+        changed += sum(1 for a, b in zip(micro, micro[1:]) if a["after"] != b["before"])
+    if changed:
+        return Verdict(
+            NOT_VERIFIABLE,
+            f"the gradients were changed between backward passes of a window {changed} "
+            "time(s) (a clip or an unscale_ on every micro-batch), so the step does not see "
+            "the window's sum: judge this fix together with the one that moves that call",
+        )
+    notes = [
+        f"{len(windows)} step(s): each sees the sum of its window's backward passes "
+        f"({len(several)} window(s) of more than one, none zeroed inside)"
+    ]
+    before = [w for r in original[:1] for w in r.get("grad_windows", []) if len(w["micro"]) > 1]
+    zeroed = sum(1 for w in before if _zeroed_inside(w))
+    if zeroed:
+        notes.append(
+            f"the original zeroed the gradients inside {zeroed} of {len(before)} window(s)"
+        )
+    return Verdict(HOLDS, None, notes=notes)
+
+
+def judge_constant_scale(original: RunResult, fixed: RunResult) -> Verdict:
+    """The loss scale is the same for every micro-batch of a window in the fixed run;
+    the original raised, or changed the scale inside a window."""
+    if not fixed.ok:
+        return Verdict(FAILS, f"the fixed script fails: {fixed.message}")
+    scales = [s for r in fixed.records[:1] for s in r.get("scales", [])]
+    if not scales:
+        return Verdict(
+            NOT_VERIFIABLE,
+            "no enabled GradScaler scaled a loss before the stop (a scaler that is off "
+            'on this machine: GradScaler("cuda") without CUDA)',
+        )
+    windows = _scales_by_step(scales)
+    for step, values in sorted(windows.items()):
+        if len(set(values)) > 1:
+            return Verdict(
+                FAILS,
+                f"the scale changes inside the window of step {step + 1}: "
+                + ", ".join(f"{v:g}" for v in values),
+            )
+    notes = [f"the scale is constant inside each of {len(windows)} window(s)"]
+    error = original.error
+    if not original.ok and error is not None:
+        notes.append(f"the original raised {error['type']}: {_first_line(str(error['message']))}")
+    else:
+        before = _scales_by_step([s for r in original.records[:1] for s in r.get("scales", [])])
+        changed = sum(1 for values in before.values() if len(set(values)) > 1)
+        if not changed:
+            return Verdict(
+                NOT_VERIFIABLE,
+                "the original neither raised nor changed the scale inside a window before "
+                "the stop, so the fix's intended change was not exercised here",
+                notes=notes,
+            )
+        notes.append(f"the original changed the scale inside {changed} window(s)")
+    return Verdict(HOLDS, None, notes=notes)
+
+
+def _scales_by_step(scales: Sequence[Any]) -> dict[int, list[float]]:
+    out: dict[int, list[float]] = {}
+    for s in scales:
+        out.setdefault(int(s["step"]), []).append(float(s["scale"]))
+    return out
+
+
+def judge_one_clip_per_step(original: RunResult, fixed: RunResult) -> Verdict:
+    return one_clip_per_step(original.records, fixed.records, fixed.steps)
+
+
+def one_clip_per_step(original: Sequence[Record], fixed: Sequence[Record], steps: int) -> Verdict:
+    """Before each optimizer step of the fixed run, exactly one clipping call (clips
+    are recorded with the number of steps made before them)."""
+    clips = [c for r in fixed[:1] for c in r.get("clips", [])]
+    if not clips or not steps:
+        return Verdict(NOT_VERIFIABLE, "no gradient clipping happened before the stop")
+    per_step: dict[int, int] = {}
+    for c in clips:
+        per_step[int(c["step"])] = per_step.get(int(c["step"]), 0) + 1
+    for step in range(steps):
+        count = per_step.get(step, 0)
+        if count != 1:
+            return Verdict(FAILS, f"{count} clipping call(s) before step {step + 1}, not one")
+    notes = [f"one clipping call before each of {steps} step(s)"]
+    before = [c for r in original[:1] for c in r.get("clips", [])]
+    if before:
+        counts: dict[int, int] = {}
+        for c in before:
+            counts[int(c["step"])] = counts.get(int(c["step"]), 0) + 1
+        notes.append(f"the original clipped up to {max(counts.values())} times per step")
+    return Verdict(HOLDS, None, notes=notes)
+
+
+# `binary_cross_entropy_with_logits` in float32 against binary cross-entropy on the
+# sigmoid in float64: float32 rounding of a loss of order one
+LOGITS_REL = 1e-4
+LOGITS_ABS = 1e-6
+
+
+def judge_raises_then_close(original: RunResult, fixed: RunResult) -> Verdict:
+    """The original raises; the fixed script runs, and each of its losses on logits is
+    close to binary cross-entropy on the sigmoid of the same logits in float64. Where
+    the original runs (CUDA autocast unavailable: it is then disabled, and CPU autocast
+    runs binary cross-entropy in float32) the raise is not verifiable here; the fixed
+    losses are then compared to the original's float32 ones."""
+    if not fixed.ok:
+        return Verdict(FAILS, f"the fixed script fails: {fixed.message}")
+    calls = [c for r in fixed.records[:1] for c in r.get("logits_losses", [])]
+    checked = [(c["value"], c["reference"]) for c in calls if c["reference"] is not None]
+    for value, ref in checked:
+        if abs(value - ref) > LOGITS_REL * abs(ref) + LOGITS_ABS:
+            return Verdict(
+                FAILS,
+                f"a loss on logits is {value:.8g}, binary cross-entropy on their "
+                f"sigmoid in float64 {ref:.8g}",
+            )
+    notes = []
+    if checked:
+        notes.append(
+            f"{len(checked)} loss(es) on logits within {LOGITS_REL:g} of binary "
+            "cross-entropy on the sigmoid in float64"
+        )
+    error = original.error
+    if not original.ok and error is not None:
+        notes.insert(
+            0,
+            f"the original raised {error['type']}: {_first_line(str(error['message']))}; "
+            f"the fixed script ran {fixed.steps} steps",
+        )
+        if not checked:
+            return Verdict(
+                NOT_VERIFIABLE,
+                "the fixed script computed no loss on logits before the stop",
+                notes=notes,
+            )
+        return Verdict(HOLDS, None, notes=notes)
+    loss = loss_diff(original.losses, fixed.losses)
+    close = loss.max_rel <= LOGITS_REL or loss.max_abs <= LOGITS_ABS
+    if loss.count_a and loss.count_b and not close:
+        return Verdict(
+            FAILS,
+            f"the original ran here in float32 and the fixed losses are not close to it: "
+            f"{divergence(loss)}",
+            loss.max_abs,
+        )
+    notes.append(
+        f"the fixed losses are within {loss.max_rel:.2g} (relative) of the original's "
+        "float32 losses"
+    )
+    return Verdict(
+        NOT_VERIFIABLE,
+        "the original did not raise here: CUDA autocast cannot run on this machine "
+        "(it is disabled without CUDA; CPU autocast runs binary cross-entropy in float32)",
+        loss.max_abs,
+        notes=notes,
+    )
+
+
 JUDGES: Mapping[Invariant, InvariantJudge] = {
     Invariant.EPOCH_RESHUFFLE: InvariantJudge(judge_epoch_reshuffle),
     Invariant.RANK0_SAVE: InvariantJudge(judge_rank0_save),
     Invariant.ORIGINAL_RAISES: InvariantJudge(judge_original_raises, original_fails=True),
     Invariant.BARE_CHECKPOINT: InvariantJudge(judge_bare_checkpoint),
     Invariant.UNSCALED_CLIP: InvariantJudge(judge_unscaled_clip),
+    Invariant.WINDOW_GRADIENTS: InvariantJudge(judge_window_gradients),
+    Invariant.CONSTANT_SCALE: InvariantJudge(judge_constant_scale, original_fails=True),
+    Invariant.ONE_CLIP_PER_STEP: InvariantJudge(judge_one_clip_per_step),
+    Invariant.RAISES_THEN_CLOSE: InvariantJudge(judge_raises_then_close, original_fails=True),
 }
 
 

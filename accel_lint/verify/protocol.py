@@ -153,6 +153,40 @@ class ClipEvent(TypedDict):
     unscaled: bool | None  # the scaler had unscaled these gradients (None: no scaler)
 
 
+class MicroBatch(TypedDict):
+    """The first optimizer's gradients before and after one backward pass."""
+
+    before: list[float]
+    after: list[float]
+
+
+class GradWindow(TypedDict):
+    """The gradients at an optimizer step of the first optimizer that steps, and
+    before and after each backward pass since its previous step, as projections on
+    fixed random directions (linear: a sum's projection is the sum of projections;
+    the same tensors give bitwise the same projections)."""
+
+    step: int
+    at_step: list[float]
+    micro: list[MicroBatch]  # one per backward pass in the window
+
+
+class ScaleEvent(TypedDict):
+    """An enabled GradScaler's scale when it scaled a loss."""
+
+    step: int
+    scale: float
+
+
+class LogitsLoss(TypedDict):
+    """A `binary_cross_entropy_with_logits` call: its value, and binary cross-entropy
+    on the sigmoid of the same logits in float64 outside autocast (None when the call
+    has arguments that loss has no equal for, such as `pos_weight`)."""
+
+    value: float
+    reference: float | None
+
+
 class LoaderRecord(TypedDict):
     """A DataLoader the script built, and how it was used."""
 
@@ -242,6 +276,9 @@ class Record(_RecordBase, total=False):
     samplers: list[SamplerEvent]
     saves: list[SaveEvent]
     clips: list[ClipEvent]
+    grad_windows: list[GradWindow]
+    scales: list[ScaleEvent]
+    logits_losses: list[LogitsLoss]
     # DDP forward passes with gradient sync on: each backward pass after one
     # all-reduces every gradient bucket (`no_sync()` turns it off)
     ddp_syncs: int

@@ -58,6 +58,7 @@ def install(runner: Runner, torch: Any) -> None:
         _wrap_sampler(runner, torch)
         _wrap_save(runner, torch)
         _wrap_clip(runner, torch)
+        _wrap_logits_loss(runner, torch)
         _count_ddp_syncs(runner, torch)
     if runner.probe:
         runner.observer = Observer(runner, torch)
@@ -135,7 +136,10 @@ def _wrap_backward(runner: Runner, torch: Any) -> None:
             try:
                 tensors = args[0] if args else kwargs.get("tensors")
                 runner.on_backward(tensors)
-                return original(*args, **kwargs)
+                before = runner.project()
+                result = original(*args, **kwargs)
+                runner.after_backward(before)
+                return result
             finally:
                 local.inside = False
 
@@ -157,6 +161,8 @@ def _wrap_grad_scaler(runner: Runner, torch: Any) -> None:
     def scale(scaler: Any, outputs: Any) -> Any:
         if not any(scaler is s for s in runner.scalers):
             runner.scalers.append(scaler)
+        if scaler.is_enabled():
+            runner.on_scale(scaler)
         result = original(scaler, outputs)
         if result is not outputs and isinstance(outputs, torch.Tensor):
             with contextlib.suppress(AttributeError, RuntimeError):
@@ -242,3 +248,35 @@ def _wrap_clip(runner: Runner, torch: Any) -> None:
         setattr(utils, name, clip)
         if module is not None and getattr(module, name, None) is original:
             setattr(module, name, clip)
+
+
+def _wrap_logits_loss(runner: Runner, torch: Any) -> None:
+    """Record each `binary_cross_entropy_with_logits` with binary cross-entropy on the
+    sigmoid of the same logits, in float64 outside autocast: the loss the fix of a
+    `binary_cross_entropy` on probabilities stands for."""
+    functional = torch.nn.functional
+    original = functional.binary_cross_entropy_with_logits
+
+    def binary_cross_entropy_with_logits(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(input, target, *args, **kwargs)
+        reference: float | None = None
+        weight = kwargs.get("weight", args[0] if args else None)
+        reduction = kwargs.get("reduction", "mean")
+        plain = len(args) <= 1 and not (set(kwargs) - {"weight", "reduction"})
+        if plain and isinstance(reduction, str):
+            with (
+                contextlib.suppress(RuntimeError, TypeError, ValueError),
+                torch.no_grad(),
+                torch.autocast(input.device.type, enabled=False),
+            ):
+                probs = torch.sigmoid(input.detach().double())
+                w = weight.detach().double() if weight is not None else None
+                ref = functional.binary_cross_entropy(
+                    probs, target.detach().double(), weight=w, reduction=reduction
+                )
+                reference = float(ref.sum())
+        runner.on_logits_loss(float(result.detach().double().sum()), reference)
+        return result
+
+    binary_cross_entropy_with_logits.__doc__ = original.__doc__
+    functional.binary_cross_entropy_with_logits = binary_cross_entropy_with_logits

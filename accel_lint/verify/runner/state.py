@@ -24,11 +24,15 @@ from ..protocol import (
     RECORD_VERSION,
     ClipEvent,
     ErrorRecord,
+    GradWindow,
     InitEvent,
+    LogitsLoss,
+    MicroBatch,
     Record,
     RunConfig,
     SamplerEvent,
     SaveEvent,
+    ScaleEvent,
     needs_cuda,
 )
 from . import records
@@ -42,6 +46,11 @@ if TYPE_CHECKING:
 # else (a process forked by the warm interpreter resets it, see `server`).
 PROCESS_START = time.perf_counter()
 PROGRESS_EVERY_S = 0.2
+# gradients are projected (for the accumulation window record) up to this many
+# parameter elements, and that many windows, scales and logits losses are kept
+PROJECT_LIMIT = 5_000_000
+EVENT_LIMIT = 256
+PROJECTIONS = 2
 
 
 class Runner:
@@ -76,6 +85,12 @@ class Runner:
         self.sampler_ids: dict[int, int] = {}
         self.saves: list[SaveEvent] = []
         self.clips: list[ClipEvent] = []
+        self.grad_windows: list[GradWindow] = []
+        self.micro: list[MicroBatch] = []  # backward passes since the last step
+        self.scales: list[ScaleEvent] = []
+        self.logits_losses: list[LogitsLoss] = []
+        # the first optimizer's parameters, each with its fixed random directions
+        self._directions: list[tuple[Any, list[Any]]] | None = None
         self.ddp_syncs = 0
         self.scalers: list[Any] = []  # GradScalers that scaled a loss
         self._progress_fd: int | None = None
@@ -101,6 +116,77 @@ class Runner:
                 # compare equal
                 total += float(source.item() if source.numel() == 1 else source.double().sum())
         self.losses.append(total)
+
+    # -- accumulation windows, scales, logits losses (equivalence mode) -----------------
+
+    def project(self) -> list[float] | None:
+        """The first optimizer's gradients projected on fixed random directions (drawn
+        from a generator of their own: the script's random streams are untouched);
+        None before it exists or when its parameters are too many to project."""
+        if not self.built or self.finishing:
+            return None
+        torch = self.torch
+        if self._directions is None:
+            params = optimizer_params(self.built[0])
+            if sum(int(p.numel()) for p in params) > PROJECT_LIMIT:
+                self._directions = []
+            else:
+                generator = torch.Generator().manual_seed(20240611)
+                self._directions = [
+                    (
+                        p,
+                        [
+                            torch.randn(p.shape, generator=generator, dtype=torch.float64).to(
+                                p.device
+                            )
+                            for _ in range(PROJECTIONS)
+                        ],
+                    )
+                    for p in params
+                ]
+        if not self._directions:
+            return None
+        # summed on each parameter's device: one transfer per device, not per tensor
+        totals: dict[Any, Any] = {}
+        with torch.no_grad():
+            for p, directions in self._directions:
+                grad = p.grad
+                if grad is None or grad.is_sparse:
+                    continue
+                values = grad.detach().double()
+                part = torch.stack([(values * d).sum() for d in directions])
+                device = part.device
+                totals[device] = part if device not in totals else totals[device] + part
+            out = [0.0] * PROJECTIONS
+            for total in totals.values():
+                for j, value in enumerate(total.cpu().tolist()):
+                    out[j] += value
+        return out
+
+    def after_backward(self, before: list[float] | None) -> None:
+        """The first optimizer's gradients before and after a backward pass."""
+        after = self.project() if before is not None else None
+        if before is not None and after is not None and len(self.micro) < EVENT_LIMIT:
+            self.micro.append({"before": before, "after": after})
+
+    def on_scale(self, scaler: Any) -> None:
+        if len(self.scales) < EVENT_LIMIT and not self.finishing:
+            self.scales.append({"step": self.primary_steps(), "scale": float(scaler.get_scale())})
+
+    def on_logits_loss(self, value: float, reference: float | None) -> None:
+        if len(self.logits_losses) < EVENT_LIMIT and not self.finishing:
+            self.logits_losses.append({"value": value, "reference": reference})
+
+    def _window(self, optimizer: Any) -> None:
+        """At a step of the first optimizer: its gradients, and the window's passes."""
+        if optimizer is not self.primary or not self.built or optimizer is not self.built[0]:
+            return
+        at = self.project()
+        if at is not None and len(self.grad_windows) < EVENT_LIMIT:
+            self.grad_windows.append(
+                {"step": self.primary_steps(), "at_step": at, "micro": self.micro}
+            )
+        self.micro = []
 
     def on_optimizer_init(self, optimizer: Any) -> None:
         self.active = True
@@ -151,6 +237,7 @@ class Runner:
             self.observer.pre_step(optimizer)
         if self.equiv:
             self.scan_grads(optimizer)
+            self._window(optimizer)
 
     def post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.finishing:
@@ -387,6 +474,9 @@ class Runner:
             record["samplers"] = self.samplers
             record["saves"] = self.saves
             record["clips"] = self.clips
+            record["grad_windows"] = self.grad_windows
+            record["scales"] = self.scales
+            record["logits_losses"] = self.logits_losses
             record["ddp_syncs"] = self.ddp_syncs
         return record
 
