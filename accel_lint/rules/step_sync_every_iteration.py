@@ -49,6 +49,7 @@ class StepSyncEveryIteration(Rule):
         self._device: bool | None = None
         # `if` tests, with where they run (the test runs outside its own branch)
         self._tests: list[tuple[cst.BaseExpression, CallSite]] = []
+        self._following: set[int] = set()  # receivers being followed (a cycle stops)
 
     def visit_If(self, node: cst.If) -> None:
         facts = self.facts
@@ -62,7 +63,6 @@ class StepSyncEveryIteration(Rule):
             tuple(facts.withs),
         )
         self._tests.append((node.test, where))
-        self._following: set[int] = set()  # receivers being followed (a cycle stops)
 
     def finish(self) -> None:
         loops = Loops.of(self.facts)
