@@ -4,17 +4,16 @@
 # over itself, and the same through a function the loop calls. The labelled loader,
 # iterated once at a time, is fixed.
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
+
+from frames import Frames  # reads image files
 
 
 def semi_supervised(model, optimizer, epochs):
     labelled = DataLoader(
-        TensorDataset(torch.randn(64, 4)),
-        batch_size=8,
-        num_workers=2,
-        persistent_workers=True,
+        Frames("data/"), batch_size=8, num_workers=2, persistent_workers=True
     )
-    unlabelled = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, num_workers=2)
+    unlabelled = DataLoader(Frames("data/"), batch_size=8, num_workers=2)
     for epoch in range(epochs):
         for (x,), (u1,), (u2,) in zip(labelled, unlabelled, unlabelled):
             loss = model(x).sum() + model(u1).sum() + model(u2).sum()
@@ -24,7 +23,7 @@ def semi_supervised(model, optimizer, epochs):
 
 
 def contrastive(model, optimizer, epochs):
-    pairs = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, num_workers=2)
+    pairs = DataLoader(Frames("data/"), batch_size=8, num_workers=2)
     for epoch in range(epochs):
         for (anchor,) in pairs:
             for (other,) in pairs:
@@ -39,7 +38,7 @@ def negatives(model, loader):
 
 
 def mined(model, optimizer, epochs):
-    loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, num_workers=2)
+    loader = DataLoader(Frames("data/"), batch_size=8, num_workers=2)
     for epoch in range(epochs):
         for (x,) in loader:
             loss = model(x).sum() - negatives(model, loader)
