@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,10 @@ from accel_lint.verify.warm import ServerGone, WarmInterpreter
 from accel_lint.verify.workdir import copy_workdir
 
 HOOK_DIR = Path(__file__).resolve().parent / "hook"
-PROFILED_STEPS = 3  # steady steps the probe's profiler watches after the warm-up
+# steps the probe's profiler watches, from the first loader pass on: enough for
+# every pattern (a gradient reset needs gradients from an earlier step), and
+# cheap to post-process and match
+PROFILED_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ class RunResult:
     other_load: float | None = None  # cores other processes kept busy during the run
     machine_device: str = "cpu"  # what torch saw in any process, even one that failed
     copied_bytes: int = 0
+    cpu_seconds: float | None = None  # the run's processes (None: not measurable)
     error: dict[str, Any] | None = None  # the error record of the failing process
 
     @property
@@ -238,7 +243,7 @@ def config_for(target: Target, spec: RunSpec, out: Path) -> RunConfig:
         "dump_init": str(out / "init") if spec.dump_init else None,
         "align_init": str(spec.align_init) if spec.align_init else None,
         "progress": str(out / "progress"),
-        "profile_steps": target.warmup + PROFILED_STEPS,
+        "profile_steps": PROFILED_STEPS,
     }
 
 
@@ -260,9 +265,9 @@ def run(
     # DataLoader workers pass tensors through (socket_safe_tmpdir); never one inside
     # the scratch copy, which would always be too long (docs/verifier.md, "Socket paths").
     env = environment(config_for(target, spec, out), spec.threads, marker)
-    busy_before, ours_before = _busy_cpu_seconds(), _children_cpu_seconds()
+    busy_before = _busy_cpu_seconds()
     started = time.perf_counter()
-    outcome: tuple[int | None, bool] | None = None
+    outcome: tuple[int | None, bool, float | None] | None = None
     if server is not None and server.usable and not spec.launch.torchrun:
         try:
             outcome = _forked(server, target, work, out, env, marker)
@@ -270,13 +275,12 @@ def run(
             outcome = None  # started the ordinary way below
     if outcome is None:
         outcome = _started(target, spec, work, out, env, marker)
-    returncode, timed_out = outcome
+    returncode, timed_out, cpu = outcome
     seconds = time.perf_counter() - started
     other_load = None
     busy_after = _busy_cpu_seconds()
-    if busy_before is not None and busy_after is not None and seconds > 0:
-        ours = _children_cpu_seconds() - ours_before
-        other_load = max(0.0, (busy_after - busy_before - ours) / seconds)
+    if busy_before is not None and busy_after is not None and seconds > 0 and cpu is not None:
+        other_load = max(0.0, (busy_after - busy_before - cpu) / seconds)
     result = RunResult(
         spec,
         "ok",
@@ -286,6 +290,7 @@ def run(
         output=_tail(out / "output.txt"),
         other_load=other_load,
         copied_bytes=copied,
+        cpu_seconds=cpu,
     )
     classify(result, read_records(out), timed_out, target.timeout)
     return result
@@ -293,7 +298,7 @@ def run(
 
 def _started(
     target: Target, spec: RunSpec, work: Path, out: Path, env: dict[str, str], marker: str
-) -> tuple[int | None, bool]:
+) -> tuple[int | None, bool, float | None]:
     with open(out / "output.txt", "wb") as output:
         proc = subprocess.Popen(
             command(target, spec.launch),
@@ -305,15 +310,41 @@ def _started(
             start_new_session=True,
         )
         processes.started(proc.pid, marker)
+        reaper = _Reaper(proc)
         try:
-            return proc.wait(timeout=target.timeout), False
-        except subprocess.TimeoutExpired:
+            if reaper.wait(target.timeout):
+                return proc.returncode, False, reaper.cpu
             processes.end_run(proc.pid, marker)
-            proc.wait()
-            return None, True
+            reaper.wait(None)
+            return None, True, reaper.cpu
         finally:
             # the stop leaves DataLoader workers behind; a process may have detached
             processes.end_run(proc.pid, marker)
+
+
+class _Reaper:
+    """Waits for a started process with `os.wait4`, which also gives its CPU time
+    (and that of the processes it waited for): `Popen.wait` would discard it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.cpu: float | None = None
+        self._thread = threading.Thread(target=self._reap, daemon=True)
+        self._thread.start()
+
+    def _reap(self) -> None:
+        try:
+            _, status, usage = os.wait4(self.proc.pid, 0)
+        except ChildProcessError:  # reaped elsewhere: no usage to read
+            self.proc.wait()
+            return
+        self.cpu = usage.ru_utime + usage.ru_stime
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+
+    def wait(self, timeout: float | None) -> bool:
+        """True when the process ended within `timeout`."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
 
 def _forked(
@@ -323,7 +354,7 @@ def _forked(
     out: Path,
     env: dict[str, str],
     marker: str,
-) -> tuple[int | None, bool]:
+) -> tuple[int | None, bool, float | None]:
     script = work / target.script
     ident = server.spawn(
         str(script), [str(target.script), *target.args], str(work), env, str(out / "output.txt")
@@ -335,8 +366,8 @@ def _forked(
         if status is None:
             processes.end_run(pid, marker)
             server.wait(ident, 30.0)
-            return None, True
-        return status, False
+            return None, True, server.cpu_seconds(ident)
+        return status, False, server.cpu_seconds(ident)
     finally:
         processes.end_run(pid, marker)
 
@@ -402,17 +433,6 @@ def _busy_cpu_seconds() -> float | None:
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
     busy = sum(fields[:8]) - idle  # guest time is already part of user time
     return busy / os.sysconf("SC_CLK_TCK")
-
-
-def _children_cpu_seconds() -> float:
-    """CPU seconds of this process's waited-for descendants. Only meaningful around
-    a run that is the only one under way (timing runs go one at a time)."""
-    try:
-        import resource
-    except ImportError:
-        return 0.0
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def read_records(out: Path) -> list[Record]:

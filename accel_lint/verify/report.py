@@ -89,6 +89,7 @@ class RunSeries:
     step_times: list[float]  # seconds since the first step, per step
     peak_memory_bytes: int | None
     device_peak_bytes: int | None
+    cpu_seconds: float | None = None  # the run's processes, as their parent reaped them
 
 
 @dataclass(frozen=True)

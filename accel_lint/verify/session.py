@@ -315,6 +315,7 @@ def series(run: RunResult) -> RunSeries:
         device_peak_bytes=(
             sum(int(p) for p in peaks if p) if peaks and all(p is not None for p in peaks) else None
         ),
+        cpu_seconds=run.cpu_seconds,
     )
 
 

@@ -300,6 +300,8 @@ class RichProgress:
         seconds = time.perf_counter() - started
         status = "ok" if result.ok else result.status
         done = f"{title}: {status}, {result.steps} steps, {seconds:.1f} s"
+        if result.cpu_seconds is not None:
+            done += f" ({result.cpu_seconds:.1f} s CPU)"
         if self.live:
             if task is not None:
                 self.progress.remove_task(task)

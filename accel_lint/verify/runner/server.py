@@ -80,7 +80,7 @@ def serve() -> None:
 def _reap(children: dict[int, int]) -> None:
     while children:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
@@ -88,7 +88,7 @@ def _reap(children: dict[int, int]) -> None:
         ident = children.pop(pid, None)
         if ident is not None:
             code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-            _send({"id": ident, "status": code})
+            _send({"id": ident, "status": code, "cpu": usage.ru_utime + usage.ru_stime})
 
 
 def _send(message: ServerHello | ServerEvent) -> None:
