@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from accel_lint import __version__
 from accel_lint.cli.common import EXIT_ERROR, common, fail, internal_error
 from accel_lint.diagnostic import PARSE_ERROR
 from accel_lint.rules import BY_CODE
@@ -190,7 +192,7 @@ def verify(
     from accel_lint.fixer import fix_source
     from accel_lint.verify.launch import Target, environment
     from accel_lint.verify.plan import Options
-    from accel_lint.verify.report import Report
+    from accel_lint.verify.report import Report, attach_diffs
     from accel_lint.verify.session import Session
     from accel_lint.verify.table import RichProgress, render
     from accel_lint.verify.warm import WarmInterpreter
@@ -276,7 +278,7 @@ def verify(
                 _terminate_like_interrupt(),
                 RichProgress(Console(stderr=True, highlight=False), steps) as progress,
             ):
-                report: Report = Session(
+                session = Session(
                     target,
                     source.text,
                     fixed_with,
@@ -288,7 +290,8 @@ def verify(
                     findings=static,
                     code_of=code_of,
                     target_torch=settings.target_torch,
-                ).run()
+                )
+                report: Report = session.run()
         except KeyboardInterrupt as exc:
             # the session has ended every run and removed its scratch directory
             signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
@@ -306,6 +309,11 @@ def verify(
     hello = server.hello(0) if server is not None else None
     report.python = f"{interpreter} (Python {hello['python']})" if hello else interpreter
     report.unfixed = unfixed
+    report.command = shlex.join(["accel-lint", *sys.argv[1:]])
+    report.version = __version__
+    if report_file is not None or output_format == "json":
+        planner = session.planner
+        attach_diffs(report.fixes, planner.text(frozenset()), planner.text)
     if report_file is not None:
         from accel_lint.verify.html import write_report
 

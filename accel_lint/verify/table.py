@@ -49,9 +49,15 @@ def speed_words(speed: Speed) -> str:
 def render(report: Report, console: Console) -> None:
     versions = f", torch {report.torch}" if report.torch else ""
     timing = f", {report.repeat} timing rounds" if report.repeat else ", no timing"
+    ran = report.steps_run
+    steps = (
+        f"{ran} steps (the script ended before --steps {report.steps})"
+        if ran is not None and ran < report.steps
+        else f"{report.steps} steps"
+    )
     console.print(
         Text(f"accel-lint verify {report.script}", style="bold"),
-        f"({report.device}{versions}, {report.steps} steps{timing})",
+        f"({report.device}{versions}, {steps}{timing})",
     )
     if not report.fixes:
         console.print("No fix applies to this script: nothing to verify.")
@@ -223,20 +229,9 @@ def _render_unfixed(report: Report, console: Console) -> None:
 
 
 def _summary(report: Report) -> Text:
-    counts: dict[str, int] = {}
-    for item in report.fixes:
-        name = item.verdict.verdict if item.verdict else cmp.NOT_VERIFIABLE
-        counts[name] = counts.get(name, 0) + 1
-    parts = [f"{n} {verdict}" for verdict, n in counts.items()]
     style = {0: "bold green", 1: "bold red"}.get(report.exit_code, "bold yellow")
-    total = len(report.fixes)
-    unsafe = sum(1 for f in report.fixes if f.applicability == "unsafe")
-    return Text(
-        f"\n{total} fix{'es' if total != 1 else ''} verified ({unsafe} unsafe): "
-        + ", ".join(parts)
-        + ".",
-        style=style,
-    )
+    words = report.summary()
+    return Text(f"\n{words[:1].upper()}{words[1:]}.", style=style)
 
 
 def _indent(text: str) -> str:
