@@ -139,9 +139,7 @@ def test_memory_bars_follow_their_own_verdict_not_the_speed_label() -> None:
     memory = page[page.index("<figcaption>Peak memory") :]
     assert 'fill="#f58518"' in memory and "2.67x more memory" in memory
     assert 'fill="#54a24b"' not in memory  # the speed's "faster" green is not memory's
-    speed = page[
-        page.index("<figcaption>Steps per second") : page.index("<figcaption>Peak memory")
-    ]
+    speed = page[page.index("<figcaption>Steps per second") : page.index("<figcaption>Peak memory")]
     assert 'fill="#54a24b"' in speed
 
 
