@@ -103,6 +103,11 @@ def render_html(report: Report) -> str:
             f'<p class="summary bad">The run <code>{escape(problem.run)}</code> did not complete: '
             f"{escape(problem.message)}</p><pre>{escape(problem.output)}</pre>"
         )
+        if problem.hint:
+            parts.append(f'<p class="summary warn">Hint: {md(problem.hint)}</p>')
+        shared = report.shared_reason()
+        if shared is not None:
+            parts.append(f'<p class="note">Every fix: {md(shared)}.</p>')
     parts += [_verdicts(report), _curves(report), _speed(report), _opinion(report), _notes(report)]
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p)
@@ -139,9 +144,10 @@ def _verdicts(report: Report) -> str:
     for item in report.fixes:
         verdict = item.verdict
         name = verdict.verdict if verdict else cmp.NOT_VERIFIABLE
-        why = ([verdict.reason] if verdict and verdict.reason else []) + (
-            verdict.notes if verdict else ["not run"]
-        )
+        shared = report.shared_reason()
+        why = (
+            [verdict.reason] if verdict and verdict.reason and verdict.reason != shared else []
+        ) + (verdict.notes if verdict else ["not run"])
         speed = item.speed
         speed_cell = ""
         if speed is not None:

@@ -99,6 +99,7 @@ class RunResult:
     copied_bytes: int = 0
     cpu_seconds: float | None = None  # the run's processes (None: not measurable)
     error: dict[str, Any] | None = None  # the error record of the failing process
+    hint: str | None = None  # what the user can do about a failure of this kind
 
     @property
     def ok(self) -> bool:
@@ -412,6 +413,7 @@ def classify(result: RunResult, records: list[Record], timed_out: bool, timeout:
             result.message = f"{first_error['type']}: {first_error['message']}"
         else:
             result.message = f"exited with status {result.returncode}"
+        result.hint = failure_hint(first_error, result.returncode, result.output)
         return
     if not trained or all(int(r.get("steps", 0)) == 0 for r in trained):
         result.status = "no-steps"
@@ -420,6 +422,32 @@ def classify(result: RunResult, records: list[Record], timed_out: bool, timeout:
     if len({len(r.get("losses", [])) for r in trained}) > 1:
         result.status = "crashed"
         result.message = "the ranks recorded different numbers of backward passes"
+
+
+MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+# argparse's own error: its usage line, then "PROG: error: WHAT", exit status 2
+ARGPARSE_ERROR = re.compile(r"^usage: .*?^\S+: error: (.+)$", re.MULTILINE | re.DOTALL)
+
+
+def failure_hint(error: Any, returncode: int | None, output: str) -> str | None:
+    """One sentence on what to do about a script that would not run, when the way
+    it failed says: a module its interpreter lacks, its own argument parser."""
+    if error and error.get("type") in ("ModuleNotFoundError", "ImportError"):
+        missing = MISSING_MODULE.search(str(error.get("message", "")))
+        if missing:
+            module = missing.group(1).split(".")[0]
+            return (
+                f"the script imports `{module}`, which the interpreter running it does not "
+                "have: run the scripts with your project's interpreter, `--python PATH` "
+                f"(e.g. `--python .venv/bin/python`), or install `{module}` there"
+            )
+    parsed = ARGPARSE_ERROR.search(output)
+    if returncode == 2 and parsed:
+        return (
+            f"the script's argument parser stopped it ({parsed.group(1).strip()}): pass the "
+            "script's arguments after `--`, as in `accel-lint verify train.py -- ARGS`"
+        )
+    return None
 
 
 def _busy_cpu_seconds() -> float | None:

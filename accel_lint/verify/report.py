@@ -64,6 +64,7 @@ class Problem:
     status: str
     message: str
     output: str
+    hint: str | None = None  # what to do about it, when the failure says (said once)
 
 
 @dataclass
@@ -181,6 +182,14 @@ class Report:
         if unverified:
             text += f"; could not verify {_fixes(unverified)}"
         return text
+
+    def shared_reason(self) -> str | None:
+        """The one reason every fix shares when a run failed for all of them (the
+        original did not run): said once, not once per fix."""
+        reasons = {f.verdict.reason if f.verdict else None for f in self.fixes}
+        if self.problem is None or len(self.fixes) < 2 or len(reasons) != 1:
+            return None
+        return next(iter(reasons))
 
     @property
     def steps_run(self) -> int | None:

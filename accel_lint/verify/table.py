@@ -70,6 +70,8 @@ def render(report: Report, console: Console) -> None:
         )
         if problem.output:
             console.print(Text(_indent(problem.output), style="dim"))
+        if problem.hint:
+            console.print(Text(f"hint: {problem.hint}", style="bold"))
     if report.noise is not None:
         noise = report.noise
         same = (
@@ -102,8 +104,11 @@ def render(report: Report, console: Console) -> None:
         )
     console.print()
     console.print(table)
+    shared = report.shared_reason()
+    if shared is not None:
+        console.print(f"\nEvery fix: {shared}.")
     for item in report.fixes:
-        _render_item(item, console)
+        _render_item(item, console, shared)
     if report.timing is not None:
         console.print()
         _render_timing(report.timing, console)
@@ -116,14 +121,14 @@ def render(report: Report, console: Console) -> None:
     console.print(_summary(report))
 
 
-def _render_item(item: FixItem, console: Console) -> None:
+def _render_item(item: FixItem, console: Console, shared: str | None = None) -> None:
     verdict = item.verdict
     name = verdict.verdict if verdict else cmp.NOT_VERIFIABLE
     head = Text(f"\n{item.code} ", style="bold")
     head.append(f"{place(item)} [{item.applicability}] ", style="")
     head.append(item.message, style="dim")
     console.print(head)
-    why = [verdict.reason] if verdict and verdict.reason else []
+    why = [verdict.reason] if verdict and verdict.reason and verdict.reason != shared else []
     why += verdict.notes if verdict else ["not run"]
     line = Text("  ")
     line.append(name, style=VERDICT_STYLE.get(name, ""))
