@@ -187,7 +187,7 @@ class Report:
         """The one reason every fix shares when a run failed for all of them (the
         original did not run): said once, not once per fix."""
         reasons = {f.verdict.reason if f.verdict else None for f in self.fixes}
-        if self.problem is None or len(self.fixes) < 2 or len(reasons) != 1:
+        if self.problem is None or len(reasons) != 1:
             return None
         return next(iter(reasons))
 

@@ -119,7 +119,7 @@ def time_fixes(
                     return
                 rate = _rate(run, warmup)
                 if rate is None:
-                    report.notes.append(timing_skipped(run.steps, warmup))
+                    report.notes.append(timing_skipped(run.steps, warmup, options.steps))
                     return
                 rates[name].append(rate)
                 loaders.setdefault(name, [lo for r in run.records for lo in r.get("loaders", [])])
@@ -181,11 +181,18 @@ def available_cores() -> set[int]:
         return set(range(os.cpu_count() or 1))
 
 
-def timing_skipped(steps: int, warmup: int) -> str:
+def timing_skipped(steps: int, warmup: int, requested: int) -> str:
+    """Why no rate could be measured: too few steps after the warm-up, because the
+    script ended by itself (more --steps cannot help) or because --steps is low."""
+    if steps < requested:
+        return (
+            f"timing skipped: the script ended by itself after {steps} optimizer steps (before "
+            f"--steps {requested}), too few for a steady rate after {warmup} warm-up steps; let "
+            "it train longer through its arguments after `--`, or lower --warmup"
+        )
     return (
-        f"timing skipped: the script ran {steps} optimizer steps, which leave no steady state "
-        f"after {warmup} warm-up steps (raise --steps if the script can run longer, or lower "
-        "--warmup)"
+        f"timing skipped: {steps} steps leave no steady rate after {warmup} warm-up steps "
+        "(raise --steps, or lower --warmup)"
     )
 
 
