@@ -25,11 +25,12 @@ if [ "$status" -gt 2 ] || [ ! -s "$OUT/report.html" ]; then
   cat "$OUT/verify.txt" >&2
   exit "$status"
 fi
-# width x height; the phone is a 390-pixel-wide viewport at twice the pixel density
+# width x height (the top of the page); the phone: a 390-pixel-wide viewport at twice
+# the pixel density
 shoot() {
   "$BROWSER" --headless --no-sandbox --disable-gpu --hide-scrollbars "$@" \
     "file://$OUT/report.html" 2>/dev/null
 }
 shoot --window-size=1280,4200 --screenshot="$OUT/report-desktop.png"
-shoot --window-size=390,9000 --force-device-scale-factor=2 --screenshot="$OUT/report-phone.png"
+shoot --window-size=390,1800 --force-device-scale-factor=2 --screenshot="$OUT/report-phone.png"
 echo "verify exited $status; wrote $OUT/report.html, $OUT/report-desktop.png, $OUT/report-phone.png"

@@ -164,3 +164,30 @@ def test_a_script_with_nothing_to_verify_still_makes_a_page() -> None:
 def test_axis_ticks_are_round_numbers() -> None:
     assert nice_ticks(0, 1, 5) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(1.23, 2.31, 4) == [1.25, 1.5, 1.75, 2.0, 2.25]
+
+
+def test_each_fix_gets_the_hunks_at_its_line_and_a_dependent_fix_its_addition() -> None:
+    from accel_lint.verify.report import attach_diffs
+
+    original = "".join(f"{name} = {i}\n" for i, name in enumerate("abcdefghijkl", 1))
+    original = original.replace("k = 11", "g = 7").replace("\ng = 7\n", "\nx = 7\n", 1)
+    texts = {
+        frozenset(): original,
+        frozenset({"ACL1"}): original.replace("b = 2", "b = 20").replace("g = 7", "g = 70"),
+        # ACL2 changes something only once ACL1's fixes are in
+        frozenset({"ACL2"}): original,
+        frozenset({"ACL1", "ACL2"}): original.replace("b = 2", "b = 20").replace(
+            "g = 7", "g = 70, 2"
+        ),
+    }
+    exact = Verification(Equivalence.EXACT)
+    first, second, dependent = (
+        FixItem("ACL1", "m", Equivalence.EXACT, exact, "t.py", 2),
+        FixItem("ACL1", "m", Equivalence.EXACT, exact, "t.py", 11),
+        FixItem("ACL2", "m", Equivalence.EXACT, exact, "t.py", None),
+    )
+    attach_diffs([first, second, dependent], original, texts.__getitem__)
+    assert "-b = 2\n+b = 20\n" in first.diff and "g = 7" not in first.diff
+    assert "-g = 7\n+g = 70\n" in second.diff and "b = 2" not in second.diff
+    assert dependent.diff.startswith("--- t.py\n+++ t.py (fixed)\n")
+    assert "-g = 70\n+g = 70, 2\n" in dependent.diff

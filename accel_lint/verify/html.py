@@ -55,7 +55,11 @@ pre.diff .hunk{color:#777;display:block}.cmd{font-family:ui-monospace,monospace;
 background:#f3f3f3;padding:4px 8px;display:block;overflow-x:auto;white-space:pre}
 .tablewrap{overflow-x:auto}
 @media (max-width:700px){body{margin:12px auto;padding:0 8px}table{font-size:12px}
-th,td{padding:4px 5px}}
+th,td{padding:4px 5px}table.verdicts,table.verdicts tbody,table.verdicts tr,
+table.verdicts td{display:block;width:auto}table.verdicts tr:first-child{display:none}
+table.verdicts td:empty{display:none}table.verdicts tr{border-top:1px solid #ccc;
+padding:4px 0}table.verdicts td{border:0}table.verdicts td.num{text-align:left}
+table.verdicts td.num::before{content:attr(data-label) ": ";color:#777}}
 """
 
 
@@ -171,8 +175,10 @@ def _verdicts(report: Report) -> str:
             f"<td>{escape(item.equivalence.value)}</td>"
             f'<td><span class="badge {VERDICT_CLASS.get(name, "")}">{escape(name)}</span>'
             f'<div class="why">{md("; ".join(why))}</div></td>'
-            f'<td class="num">{num(verdict.max_loss_diff if verdict else None)}</td>'
-            f'<td class="num">{num(verdict.max_param_diff if verdict else None)}</td>'
+            f'<td class="num" data-label="max loss diff">'
+            f"{num(verdict.max_loss_diff if verdict else None)}</td>"
+            f'<td class="num" data-label="max param diff">'
+            f"{num(verdict.max_param_diff if verdict else None)}</td>"
             f"<td>{speed_cell}</td></tr>"
         )
         if item.diff:
@@ -190,7 +196,8 @@ def _verdicts(report: Report) -> str:
         else ""
     )
     return (
-        '<h2 id="verdicts">Verdicts</h2><div class="tablewrap"><table><tr><th>place</th>'
+        '<h2 id="verdicts">Verdicts</h2><div class="tablewrap"><table class="verdicts"><tr>'
+        "<th>place</th>"
         "<th>fix</th><th>fix is</th><th>class</th>"
         "<th>verdict</th><th>max loss diff</th><th>max param diff</th><th>speed</th></tr>"
         + "".join(rows)
@@ -308,14 +315,15 @@ def _speed(report: Report) -> str:
         summary = side.summary()
         color = ORIGINAL
         text = f"{summary['median']:.1f} steps/s"
-        if side.samples_per_s:
+        if side.samples_per_s and variant is None:
             text += f", {side.samples_per_s:,.0f} samples/s"
         if variant is not None:
             color = LABEL_COLOR.get(variant.speed.label, NEUTRAL)
             speed = variant.speed
-            text += f" · {speed.ratio:.2f}x {speed.label}"
+            text += f" · {speed.ratio:.2f}x"
             if speed.low is not None and speed.high is not None:
                 text += f" (95% {speed.low:.2f}-{speed.high:.2f}x, noise {speed.noise:.0%})"
+            text += f" {speed.label}"
         speed_bars.append(Bar(name, summary["median"], summary["min"], summary["max"], color, text))
         memory = side.peak_memory_bytes
         if memory:

@@ -226,12 +226,16 @@ def attach_diffs(
     by_code: dict[str, list[FixItem]] = {}
     for item in items:
         by_code.setdefault(item.code, []).append(item)
+    every = frozenset(by_code)
     for code, own in by_code.items():
         filename = own[0].filename or "script"
+        before, after = original, fixed_by(frozenset({code}))
+        if after == original:
+            # a fix that applies only once another one has (non_blocking after
+            # pin_memory): what it adds to the others
+            before, after = fixed_by(every - {code}), fixed_by(every)
         lines = difflib.unified_diff(
-            original.splitlines(keepends=True),
-            fixed_by(frozenset({code})).splitlines(keepends=True),
-            n=2,
+            before.splitlines(keepends=True), after.splitlines(keepends=True), n=2
         )
         hunks: list[list[str]] = []
         for line in list(lines)[2:]:  # the file header, written per fix below
