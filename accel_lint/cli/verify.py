@@ -8,6 +8,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -273,12 +274,26 @@ def verify(
                 why = hello["error"] if hello else "it did not start"
                 fail(f"{interpreter} cannot import torch ({why}): {install_hint(interpreter)}")
         static = [static_finding(d) for d in found]
+        diffs: threading.Thread | None = None
+        if fixes and (report_file is not None or output_format == "json"):
+            # each fix's diff, computed while the runs go (this process waits on them)
+            texts: dict[frozenset[str], str] = {frozenset(): source.text}
+
+            def text_of(subset: frozenset[str]) -> str:
+                if subset not in texts:
+                    texts[subset] = fixed_with(subset)
+                return texts[subset]
+
+            diffs = threading.Thread(
+                target=attach_diffs, args=(fixes, source.text, text_of), daemon=True
+            )
+            diffs.start()
         try:
             with (
                 _terminate_like_interrupt(),
                 RichProgress(Console(stderr=True, highlight=False), steps) as progress,
             ):
-                session = Session(
+                report: Report = Session(
                     target,
                     source.text,
                     fixed_with,
@@ -290,8 +305,7 @@ def verify(
                     findings=static,
                     code_of=code_of,
                     target_torch=settings.target_torch,
-                )
-                report: Report = session.run()
+                ).run()
         except KeyboardInterrupt as exc:
             # the session has ended every run and removed its scratch directory
             signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
@@ -311,9 +325,8 @@ def verify(
     report.unfixed = unfixed
     report.command = shlex.join(["accel-lint", *sys.argv[1:]])
     report.version = __version__
-    if report_file is not None or output_format == "json":
-        planner = session.planner
-        attach_diffs(report.fixes, planner.text(frozenset()), planner.text)
+    if diffs is not None:
+        diffs.join()
     if report_file is not None:
         from accel_lint.verify.html import write_report
 
