@@ -473,6 +473,44 @@ def fix_paths(
     return reports
 
 
+def revealed_by_fixes(
+    reports: Sequence[FileReport], settings: Settings, *, jobs: int | None = None
+) -> int:
+    """How many more fixes `fix --apply` makes than `check` counts as fixable: the
+    fixer repeats until nothing fixable is left, and a fix can reveal a finding
+    (a loader the fix moved now matches another rule). Only files with an
+    applicable fix are fixed (in memory, in parallel as `fix` does); the others
+    cost nothing."""
+    unsafe = settings.unsafe_fixes
+    todo = [
+        r
+        for r in reports
+        if r.internal_error is None and any(_fixable(d, unsafe) for d in r.diagnostics)
+    ]
+    if not todo:
+        return 0
+    paths = [r.path for r in todo]
+    workers = _workers(jobs, len(paths))
+    if workers > 1:
+        from accel_lint.parallel import map_ordered
+
+        fixed = map_ordered(
+            _fix_task,
+            paths,
+            [_size(p) for p in paths],
+            jobs=workers,
+            initializer=_init_worker,
+            initargs=(settings,),
+            on_crash=_fix_crashed,
+        )
+    else:
+        fixed = [_fix_file(p, settings) for p in paths]
+    return sum(
+        max(0, after.applied - sum(1 for d in before.diagnostics if _fixable(d, unsafe)))
+        for before, after in zip(todo, fixed)
+    )
+
+
 def unified_diff(path: str, old: str, new: str) -> str:
     import difflib
 

@@ -3,10 +3,18 @@ older build of accel-lint, alternating), and the runner's overhead on the steps
 it instruments. Numbers, not a test: they depend on the machine and on what else
 runs on it, so every figure comes with the load average.
 
+    python benchmarks/bench_verify.py total --rounds 2
     python benchmarks/bench_verify.py wall --baseline-ref 37d75e1 --rounds 3
     python benchmarks/bench_verify.py overhead --rounds 6
     python benchmarks/bench_verify.py hooks
     python benchmarks/bench_verify.py fixtures
+
+`total` runs one plain run of the fixture (the same script and steps, one
+thread, no runner) and then `verify` on it, and reports the wall and CPU seconds
+of each kind of run (from `verify`'s JSON: each run's CPU is what its parent
+reaped) and of the whole verification (the `verify` process and everything it
+started) against the plain run. On a shared machine the CPU seconds are the
+figure to compare: the wall time also counts other tenants' work.
 
 `overhead` runs a training script plain and under the runner's timing and
 equivalence modes, alternating, and compares the rates the script measures
@@ -239,6 +247,85 @@ def _config(mode: str, out: str) -> RunConfig:
     }
 
 
+def _timed(command: Sequence[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds of a command and everything it waited for, and its stdout."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        command,
+        env=env,
+        cwd=tempfile.gettempdir(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    out = proc.stdout.read() if proc.stdout is not None else ""
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, out
+
+
+def total(
+    rounds: int, fixture: Path, script_args: Sequence[str], extra: Sequence[str], build: Path
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(build), "NO_COLOR": "1"}
+    print(f"build: {build}")
+    plain_env = {**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    print(f"plain: python {fixture.relative_to(ROOT)} {' '.join(script_args)} (one thread)")
+    print(
+        f"verify: accel-lint verify {fixture.relative_to(ROOT)} {' '.join(extra)} "
+        f"--output-format json -- {' '.join(script_args)}"
+    )
+    rows = []
+    for index in range(rounds):
+        before = load()
+        plain_wall, plain_cpu, _ = _timed([sys.executable, str(fixture), *script_args], plain_env)
+        wall_s, cpu_s, out = _timed(
+            [
+                sys.executable,
+                "-m",
+                "accel_lint",
+                "verify",
+                str(fixture),
+                *extra,
+                "--output-format",
+                "json",
+                "--",
+                *script_args,
+            ],
+            env,
+        )
+        report = json.loads(out)
+        kinds: dict[str, list[tuple[float, float]]] = {}
+        for run in report["runs"]:
+            cpu = run.get("cpu_seconds") or 0.0  # builds before it was recorded: 0
+            kinds.setdefault(run["role"], []).append((run["seconds"], cpu))
+        print(f"\nround {index + 1} (load average before {before}, after {load()})")
+        print("| run kind | runs | wall s (sum) | CPU s (sum) | CPU s per run |")
+        print("|---|---:|---:|---:|---:|")
+        for kind, values in kinds.items():
+            walls, cpus = [v[0] for v in values], [v[1] for v in values]
+            print(
+                f"| {kind} | {len(values)} | {sum(walls):.1f} | {sum(cpus):.1f} | "
+                f"{statistics.median(cpus):.2f} |"
+            )
+        runs_cpu = sum(c for values in kinds.values() for _, c in values)
+        print(
+            f"| verify, whole (accel-lint, the warm interpreter, every run) | "
+            f"{len(report['runs'])} | {wall_s:.1f} | {cpu_s:.1f} | - |"
+        )
+        print(f"| one plain run of the script | 1 | {plain_wall:.1f} | {plain_cpu:.1f} | - |")
+        print(
+            f"verify / plain: wall {wall_s / plain_wall:.1f}x, CPU {cpu_s / plain_cpu:.1f}x; "
+            f"outside the runs (accel-lint, torch imported once, forks): "
+            f"{cpu_s - runs_cpu:.1f} CPU s"
+        )
+        rows.append((wall_s, cpu_s, plain_wall, plain_cpu, before))
+    print("\n| round | verify wall s | verify CPU s | plain wall s | plain CPU s | load before |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for index, (w, c, pw, pc, before) in enumerate(rows, 1):
+        print(f"| {index} | {w:.1f} | {c:.1f} | {pw:.1f} | {pc:.1f} | {before} |")
+
+
 def _checkout(ref: str) -> Path:
     """The accel_lint package at `ref`, unpacked beside nothing else of ours."""
     target = Path(tempfile.mkdtemp(prefix="accel-lint-baseline-"))
@@ -345,6 +432,17 @@ def main() -> None:
     direct.add_argument("--repeat", type=int, default=30)
     every = sub.add_parser("fixtures", help="verify every fixture and print the verdicts")
     every.add_argument("extra", nargs="*", help="verify options to add (e.g. --repeat 1)")
+    cost = sub.add_parser("total", help="a whole verify per run kind, against one plain run")
+    cost.add_argument("--rounds", type=int, default=1)
+    cost.add_argument("--fixture", type=Path, default=FIXTURE)
+    cost.add_argument("--verify-args", default="", help="verify options (e.g. '--repeat 3')")
+    cost.add_argument(
+        "--build",
+        type=Path,
+        default=ROOT,
+        help="a checkout whose accel_lint to run (another build)",
+    )
+    cost.add_argument("script_args", nargs="*", default=["--epochs", "1"])
     whole = sub.add_parser("wall", help="a whole verify, against an older build")
     whole.add_argument("--baseline-ref", default="37d75e1")
     whole.add_argument("--rounds", type=int, default=3)
@@ -358,6 +456,14 @@ def main() -> None:
         hooks(args.repeat)
     elif args.what == "fixtures":
         fixtures(args.extra)
+    elif args.what == "total":
+        total(
+            args.rounds,
+            args.fixture.resolve(),
+            args.script_args,
+            args.verify_args.split(),
+            args.build.resolve(),
+        )
     else:
         wall(args.baseline_ref, args.rounds, args.fixture.resolve(), args.script_args)
 

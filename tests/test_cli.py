@@ -70,6 +70,25 @@ def test_check_concise_lists_each_finding_and_exits_1(project: Path) -> None:
     ]
 
 
+def test_check_counts_the_fixes_that_fix_makes_once_others_are_applied(tmp_path: Path) -> None:
+    # cnn_bn: pin_memory on its two loaders makes their batches' `.to(device)` calls
+    # candidates for non_blocking, found only once the loaders pin
+    source = Path(__file__).resolve().parents[1] / "fixtures" / "cnn_bn" / "train.py"
+    (tmp_path / "train.py").write_bytes(source.read_bytes())
+    checked = run("check", "train.py", "--isolated", "--no-cache", cwd=tmp_path)
+    assert "[*] 3 fixable (and 4 more after these are applied) with `accel-lint fix --apply`." in (
+        checked.stdout
+    )
+    fixed = run("fix", "--apply", "--isolated", "--no-cache", "train.py", cwd=tmp_path)
+    assert "Fixed 7 findings in 1 file." in fixed.stdout + fixed.stderr
+    # nothing is left to reveal: the summary says no more than it fixes
+    again = run("check", "train.py", "--isolated", "--no-cache", cwd=tmp_path)
+    assert "more after these are applied" not in again.stdout
+    # machine formats carry findings only: no fix pass is made for them
+    as_json = run("check", "train.py", "--isolated", "--output-format", "json", cwd=tmp_path)
+    assert "after these are applied" not in as_json.stdout
+
+
 def test_unsafe_fixes_flag_changes_the_marker(project: Path) -> None:
     result = run("check", "train.py", "--output-format", "concise", "--unsafe-fixes", cwd=project)
     assert "ACL101 [*]" in result.stdout

@@ -872,3 +872,66 @@ def test_ddp_barrier_acl413_is_exact_under_torchrun(tmp_path: Path) -> None:
     assert (fix["class"], fix["verdict"], fix["reason"]) == ("exact", "holds", None)
     assert fix["notes"] == ["bitwise equal: 12 losses, 4 parameters, 0 buffers"]
     assert fix["max_loss_diff"] == 0.0
+
+
+# -- help when a script will not run: one sentence per failure kind, said once ----------
+
+
+@pytest.mark.slow
+def test_a_missing_module_names_python_once(tmp_path: Path) -> None:
+    script = _project(tmp_path, _train(before_training="import accel_lint_absent_module"))
+    code, text, _ = _verify(script, *FAST, scratch=tmp_path / "tmp", output="table")
+    assert code == 2
+    assert text.count("`--python PATH`") == 1
+    assert (
+        "hint: the script imports `accel_lint_absent_module`, which the interpreter running it "
+        "does not have: run the scripts with your project's interpreter, `--python PATH`"
+    ) in text
+    # the reason every fix shares is said once, and nothing is called verified
+    assert text.count("the original script failed") == 1
+    assert "Every fix: not verifiable: the original script failed" in text
+    assert "Could not verify 1 fix (1 unsafe)." in text and "verified" not in text
+    _, report, _ = _verify(script, *FAST, scratch=tmp_path / "tmp")
+    assert report["error"]["hint"].startswith("the script imports `accel_lint_absent_module`")
+
+
+# the script's own parser, before training: it needs `--data`
+ARGPARSE = (
+    "import argparse; parser = argparse.ArgumentParser(); "
+    'parser.add_argument("--data", required=True); parser.parse_args()'
+)
+
+
+@pytest.mark.slow
+def test_an_argparse_error_names_the_arguments_after_the_double_dash(tmp_path: Path) -> None:
+    script = _project(tmp_path, _train(before_training=ARGPARSE))
+    code, text, _ = _verify(script, *FAST, scratch=tmp_path / "tmp", output="table")
+    assert code == 2
+    assert "error: the following arguments are required: --data" in text  # the script's own
+    hint = (
+        "hint: the script's argument parser stopped it (the following arguments are required: "
+        "--data): pass the script's arguments after `--`, as in "
+        "`accel-lint verify train.py -- ARGS`"
+    )
+    assert hint in text and text.count("-- ARGS") == 1
+
+
+@pytest.mark.slow
+def test_a_script_that_ends_before_steps_says_how_many_it_ran(tmp_path: Path) -> None:
+    # 48 samples in batches of 8, one epoch: the script ends itself after 6 steps
+    short = "loader = DataLoader(Pairs(torch.randn(48, 4), torch.randn(48, 1)), batch_size=8)"
+    script = _project(tmp_path, _train(before_training=short, epochs="1"))
+    args = ("--steps", "20", "--repeat", "1", "--select", "ACL101")
+    _, text, _ = _verify(script, *args, scratch=tmp_path / "tmp", output="table")
+    header = text.splitlines()[0]
+    assert "6 steps (the script ended before --steps 20)" in header
+    assert "20 steps" not in header
+    note = (
+        "note: timing skipped: the script ended by itself after 6 optimizer steps (before "
+        "--steps 20), too few for a steady rate after 5 warm-up steps; let it train longer "
+        "through its arguments after `--`, or lower --warmup"
+    )
+    flowing = " ".join(text.split())  # a note longer than the terminal wraps
+    assert note in flowing and "raise --steps" not in flowing
+    _, report, _ = _verify(script, *args, scratch=tmp_path / "tmp")
+    assert report["steps"] == 20 and report["steps_run"] == 6

@@ -107,7 +107,53 @@ def test_the_report_shows_the_curves_the_band_the_bars_and_the_verdicts() -> Non
     assert "train.py:44" in page and "ACL102" in page and "not applicable on this hardware" in page
     assert 'class="badge unsafe"' in page and 'class="badge holds"' in page
     assert "runtime only" in page and "ACL311" in page and "SynchronizedDataLoaderPattern" in page
-    assert "2 fixes verified (1 unsafe): 2 holds" in page
+    assert "2 fixes verified (1 of 2 fixes unsafe): 2 holds" in page
+
+
+def test_the_report_shows_the_fix_the_command_the_interval_and_the_version() -> None:
+    report = _report()
+    report.command = "accel-lint verify train.py -- --epochs 1"
+    report.version = "0.1.0"
+    report.fixes[0].diff = (
+        "--- train.py\n+++ train.py (fixed)\n@@ -44,1 +44,1 @@\n"
+        "-loader = DataLoader(data)\n+loader = DataLoader(data, num_workers=4)\n"
+    )
+    page = render_html(report)
+    assert "accel-lint verify train.py -- --epochs 1" in page and "accel-lint 0.1.0" in page
+    # the diff is the row after its fix's verdict row, lines marked as added or removed
+    verdict_row = page.index("<td>train.py:44</td>")
+    diff_at = page.index('<pre class="diff">')
+    assert verdict_row < diff_at < page.index("<td>train.py:44</td>", verdict_row + 1)
+    assert '<span class="del">-loader = DataLoader(data)</span>' in page
+    assert '<span class="add">+loader = DataLoader(data, num_workers=4)</span>' in page
+    # the interval and the A-vs-A noise, in the row and beside the bar
+    assert "95% interval 1.38-1.59; run-to-run noise 8%" in page
+    assert "(95% 1.38-1.59x, noise 8%)" in page
+    # markdown's code spans are rendered, never shown raw
+    assert "Add <code>num_workers=4</code>" in page and "`" not in page
+
+
+def test_memory_bars_follow_their_own_verdict_not_the_speed_label() -> None:
+    report = _report()  # ACL101: faster, and its workers take 800 MiB against 300
+    page = render_html(report)
+    memory = page[page.index("<figcaption>Peak memory") :]
+    assert 'fill="#f58518"' in memory and "2.67x more memory" in memory
+    assert 'fill="#54a24b"' not in memory  # the speed's "faster" green is not memory's
+    speed = page[page.index("<figcaption>Steps per second") : page.index("<figcaption>Peak memory")]
+    assert 'fill="#54a24b"' in speed
+
+
+def test_the_summary_says_could_not_verify_instead_of_verified_not_verifiable() -> None:
+    report = _report()
+    for item in report.fixes:
+        item.verdict = cmp.Verdict(cmp.NOT_VERIFIABLE, "the script needs CUDA")
+    page = render_html(report)
+    summary = page[page.index('<p class="summary') : page.index("<h2")]
+    assert summary == '<p class="summary warn">Could not verify 2 fixes (1 unsafe)</p>\n'
+    report.fixes[0].verdict = cmp.Verdict(cmp.HOLDS, None, 0.0, 0.0)
+    assert report.summary() == (
+        "1 fix verified (1 of 2 fixes unsafe): 1 holds; could not verify 1 fix"
+    )
 
 
 def test_a_script_with_nothing_to_verify_still_makes_a_page() -> None:
@@ -118,3 +164,30 @@ def test_a_script_with_nothing_to_verify_still_makes_a_page() -> None:
 def test_axis_ticks_are_round_numbers() -> None:
     assert nice_ticks(0, 1, 5) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(1.23, 2.31, 4) == [1.25, 1.5, 1.75, 2.0, 2.25]
+
+
+def test_each_fix_gets_the_hunks_at_its_line_and_a_dependent_fix_its_addition() -> None:
+    from accel_lint.verify.report import attach_diffs
+
+    original = "".join(f"{name} = {i}\n" for i, name in enumerate("abcdefghijkl", 1))
+    original = original.replace("k = 11", "g = 7").replace("\ng = 7\n", "\nx = 7\n", 1)
+    texts = {
+        frozenset(): original,
+        frozenset({"ACL1"}): original.replace("b = 2", "b = 20").replace("g = 7", "g = 70"),
+        # ACL2 changes something only once ACL1's fixes are in
+        frozenset({"ACL2"}): original,
+        frozenset({"ACL1", "ACL2"}): original.replace("b = 2", "b = 20").replace(
+            "g = 7", "g = 70, 2"
+        ),
+    }
+    exact = Verification(Equivalence.EXACT)
+    first, second, dependent = (
+        FixItem("ACL1", "m", Equivalence.EXACT, exact, "t.py", 2),
+        FixItem("ACL1", "m", Equivalence.EXACT, exact, "t.py", 11),
+        FixItem("ACL2", "m", Equivalence.EXACT, exact, "t.py", None),
+    )
+    attach_diffs([first, second, dependent], original, texts.__getitem__)
+    assert "-b = 2\n+b = 20\n" in first.diff and "g = 7" not in first.diff
+    assert "-g = 7\n+g = 70\n" in second.diff and "b = 2" not in second.diff
+    assert dependent.diff.startswith("--- t.py\n+++ t.py (fixed)\n")
+    assert "-g = 70\n+g = 70, 2\n" in dependent.diff

@@ -30,7 +30,7 @@ from accel_lint.cli.common import (
 )
 from accel_lint.diagnostic import Diagnostic
 from accel_lint.files import discover, once_each
-from accel_lint.lint import FileReport, lint_bytes, lint_paths
+from accel_lint.lint import FileReport, lint_bytes, lint_paths, revealed_by_fixes
 from accel_lint.report import FORMATS, HUMAN, WITH_EDITS, render
 from accel_lint.report.text import render_statistics, render_statistics_json, use_color
 
@@ -291,7 +291,20 @@ def check(
                 color=paint,
             )
         else:
-            render(output_format, found, out, unsafe_fixes=settings.unsafe_fixes, color=paint)
+            # only the human formats' summary says it, and only files with a fix cost a pass
+            revealed = (
+                revealed_by_fixes(reports, settings, jobs=jobs)
+                if output_format in HUMAN and not shared.stdin
+                else 0
+            )
+            render(
+                output_format,
+                found,
+                out,
+                unsafe_fixes=settings.unsafe_fixes,
+                color=paint,
+                revealed=revealed,
+            )
     finally:
         if handle is not None:
             handle.close()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from accel_lint import __version__
 from accel_lint.cli.common import EXIT_ERROR, common, fail, internal_error
 from accel_lint.diagnostic import PARSE_ERROR
 from accel_lint.rules import BY_CODE
@@ -190,7 +193,7 @@ def verify(
     from accel_lint.fixer import fix_source
     from accel_lint.verify.launch import Target, environment
     from accel_lint.verify.plan import Options
-    from accel_lint.verify.report import Report
+    from accel_lint.verify.report import Report, attach_diffs
     from accel_lint.verify.session import Session
     from accel_lint.verify.table import RichProgress, render
     from accel_lint.verify.warm import WarmInterpreter
@@ -271,6 +274,20 @@ def verify(
                 why = hello["error"] if hello else "it did not start"
                 fail(f"{interpreter} cannot import torch ({why}): {install_hint(interpreter)}")
         static = [static_finding(d) for d in found]
+        diffs: threading.Thread | None = None
+        if fixes and (report_file is not None or output_format == "json"):
+            # each fix's diff, computed while the runs go (this process waits on them)
+            texts: dict[frozenset[str], str] = {frozenset(): source.text}
+
+            def text_of(subset: frozenset[str]) -> str:
+                if subset not in texts:
+                    texts[subset] = fixed_with(subset)
+                return texts[subset]
+
+            diffs = threading.Thread(
+                target=attach_diffs, args=(fixes, source.text, text_of), daemon=True
+            )
+            diffs.start()
         try:
             with (
                 _terminate_like_interrupt(),
@@ -306,6 +323,10 @@ def verify(
     hello = server.hello(0) if server is not None else None
     report.python = f"{interpreter} (Python {hello['python']})" if hello else interpreter
     report.unfixed = unfixed
+    report.command = shlex.join(["accel-lint", *sys.argv[1:]])
+    report.version = __version__
+    if diffs is not None:
+        diffs.join()
     if report_file is not None:
         from accel_lint.verify.html import write_report
 

@@ -50,15 +50,21 @@ def render(
     *,
     unsafe_fixes: bool,
     color: bool | None = None,
+    revealed: int = 0,
 ) -> None:
+    """`revealed`: fixes beyond the fixable findings (the human formats' summary)."""
     if fmt == "concise":
-        render_concise(diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color)
+        render_concise(
+            diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color, revealed=revealed
+        )
     elif fmt == "full":
-        render_full(diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color)
+        render_full(diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color, revealed=revealed)
     elif fmt == "grouped":
         from accel_lint.report.grouped import render_grouped
 
-        render_grouped(diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color)
+        render_grouped(
+            diagnostics, stream, unsafe_fixes=unsafe_fixes, color=color, revealed=revealed
+        )
     elif fmt in _MACHINE:
         module, _, name = _MACHINE[fmt].partition(":")
         getattr(importlib.import_module(f"{__name__}.{module}"), name)(diagnostics, stream)

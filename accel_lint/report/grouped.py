@@ -18,7 +18,12 @@ from accel_lint.report.text import Painter, marker, summary
 
 
 def render_grouped(
-    diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool, color: bool | None
+    diagnostics: Sequence[Diagnostic],
+    stream: TextIO,
+    *,
+    unsafe_fixes: bool,
+    color: bool | None,
+    revealed: int = 0,
 ) -> None:
     out = Painter(stream, color)
     for filename, group in groupby(diagnostics, key=lambda d: d.filename):
@@ -33,7 +38,7 @@ def render_grouped(
                 f"{d.full_message}"
             )
         out.print()
-    summary(diagnostics, out, unsafe_fixes=unsafe_fixes)
+    summary(diagnostics, out, unsafe_fixes=unsafe_fixes, revealed=revealed)
 
 
 def _position(d: Diagnostic) -> str:

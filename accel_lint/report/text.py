@@ -58,7 +58,12 @@ def _location(d: Diagnostic) -> str:
 
 
 def render_concise(
-    diagnostics: Sequence[Diagnostic], stream: TextIO, *, unsafe_fixes: bool, color: bool | None
+    diagnostics: Sequence[Diagnostic],
+    stream: TextIO,
+    *,
+    unsafe_fixes: bool,
+    color: bool | None,
+    revealed: int = 0,
 ) -> None:
     out = Painter(stream, color)
     for d in diagnostics:
@@ -68,7 +73,7 @@ def render_concise(
             f"{out.style(_location(d) + ':', 'bold')} {out.style(d.code, 'bold', 'red')}"
             f"{mark_text} {d.full_message}"
         )
-    summary(diagnostics, out, unsafe_fixes=unsafe_fixes)
+    summary(diagnostics, out, unsafe_fixes=unsafe_fixes, revealed=revealed)
 
 
 def _lines(path: str, cell: int | None = None) -> tuple[str, ...]:
@@ -93,6 +98,7 @@ def render_full(
     unsafe_fixes: bool,
     color: bool | None,
     sources: dict[str, Sequence[str]] | None = None,
+    revealed: int = 0,
 ) -> None:
     out = Painter(stream, color)
     bar = out.style("|", "blue")
@@ -132,10 +138,14 @@ def render_full(
             hint_text = f"{hint} " if hint else ""
             out.print(f"{out.style('help', 'bold', 'cyan')}: {hint_text}({kind})")
         out.print()
-    summary(diagnostics, out, unsafe_fixes=unsafe_fixes)
+    summary(diagnostics, out, unsafe_fixes=unsafe_fixes, revealed=revealed)
 
 
-def summary(diagnostics: Sequence[Diagnostic], console: Painter, *, unsafe_fixes: bool) -> None:
+def summary(
+    diagnostics: Sequence[Diagnostic], console: Painter, *, unsafe_fixes: bool, revealed: int = 0
+) -> None:
+    """`revealed`: fixes that `fix --apply` will make beyond the fixable findings
+    (findings that appear once other fixes are applied)."""
     if not diagnostics:
         console.print("All checks passed!")
         return
@@ -147,7 +157,8 @@ def summary(diagnostics: Sequence[Diagnostic], console: Painter, *, unsafe_fixes
     )
     if fixable:
         extra = " --unsafe-fixes" if unsafe_fixes else ""
-        console.print(f"[*] {fixable} fixable with `accel-lint fix --apply{extra}`.")
+        more = f" (and {revealed} more after these are applied)" if revealed else ""
+        console.print(f"[*] {fixable} fixable{more} with `accel-lint fix --apply{extra}`.")
     if hidden:
         console.print(
             f"[~] {hidden} more fixable with `accel-lint fix --apply --unsafe-fixes` "

@@ -6,17 +6,22 @@ log scale, and the speed and memory of each fix as bars."""
 from __future__ import annotations
 
 import math
+import re
 from html import escape
 from pathlib import Path
 
 from accel_lint.verify import compare as cmp
 from accel_lint.verify.report import Report, RunSeries
 from accel_lint.verify.svg import Band, Bar, Chart, Line, bar_chart, line_chart
-from accel_lint.verify.table import num, place
-from accel_lint.verify.timing import FASTER, NOT_APPLICABLE, SLOWER
+from accel_lint.verify.table import num, place, speed_words
+from accel_lint.verify.timing import FASTER, NOT_APPLICABLE, SLOWER, Side
 
 ORIGINAL, FIXED, NOISE, NEUTRAL = "#4c78a8", "#e45756", "#9d9d9d", "#9ecae9"
 LABEL_COLOR = {FASTER: "#54a24b", SLOWER: "#e45756", NOT_APPLICABLE: "#bab0ac"}
+# memory is judged apart from speed: a growth past this factor is drawn as more
+# memory, a shrink past it as less, anything between as no change
+MEMORY_CHANGE = 1.2
+MORE_MEMORY, LESS_MEMORY = "#f58518", "#54a24b"
 VERDICT_CLASS = {cmp.HOLDS: "holds", cmp.FAILS: "fails", cmp.NOT_VERIFIABLE: "unverified"}
 
 STYLE = """
@@ -42,7 +47,43 @@ height:4px;margin-right:5px;vertical-align:middle}.note{color:#666;font-size:12p
 .seen{color:#225522;font-weight:600}.notseen{color:#8a6d00;font-weight:600}.na{color:#888}
 ul{margin:4px 0;padding-left:20px;font-size:13px}h3{font-size:14px;margin:16px 0 6px}
 code{font-size:12px;background:#f3f3f3;padding:0 3px}
+details{margin-top:4px}summary{cursor:pointer;color:#345;font-size:12px}
+pre.diff{font-size:12px;background:#fafafa;border:1px solid #e4e4e4;padding:6px;margin:4px 0;
+overflow-x:auto;white-space:pre;max-width:calc(100vw - 48px)}pre.diff .add{color:#1a6b1a;
+background:#eaf7ea;display:block}pre.diff .del{color:#8a1f1f;background:#fbeaea;display:block}
+pre.diff .hunk{color:#777;display:block}.cmd{font-family:ui-monospace,monospace;font-size:12px;
+background:#f3f3f3;padding:4px 8px;display:block;overflow-x:auto;white-space:pre}
+.tablewrap{overflow-x:auto}
+@media (max-width:700px){body{margin:12px auto;padding:0 8px}table{font-size:12px}
+th,td{padding:4px 5px}table.verdicts,table.verdicts tbody,table.verdicts tr,
+table.verdicts td{display:block;width:auto}table.verdicts tr:first-child{display:none}
+table.verdicts td:empty{display:none}table.verdicts tr{border-top:1px solid #ccc;
+padding:4px 0}table.verdicts td{border:0}table.verdicts td.num{text-align:left}
+table.verdicts td.num::before{content:attr(data-label) ": ";color:#777}}
 """
+
+
+def md(text: str) -> str:
+    """A message as HTML: escaped, with `code` spans rendered (the messages are
+    written in markdown's backticks for the terminal and the rule pages)."""
+    return re.sub(r"`([^`]+)`", lambda m: f"<code>{m.group(1)}</code>", escape(text))
+
+
+def diff_html(diff: str) -> str:
+    lines = []
+    for line in diff.splitlines():
+        kind = (
+            "hunk"
+            if line.startswith("@@")
+            else "add"
+            if line.startswith("+") and not line.startswith("+++")
+            else "del"
+            if line.startswith("-") and not line.startswith("---")
+            else ""
+        )
+        body = escape(line) or " "
+        lines.append(f'<span class="{kind}">{body}</span>' if kind else body + "\n")
+    return '<pre class="diff">' + "".join(lines) + "</pre>"
 
 
 def write_report(report: Report, path: Path) -> None:
@@ -57,6 +98,7 @@ def render_html(report: Report) -> str:
         f"<style>{STYLE}</style></head><body>",
         f"<h1>accel-lint verify <code>{escape(report.script)}</code></h1>",
         f'<p class="meta">{escape(_meta(report))}</p>',
+        f'<code class="cmd">{escape(report.command)}</code>' if report.command else "",
         _summary(report),
     ]
     if report.problem is not None:
@@ -65,18 +107,28 @@ def render_html(report: Report) -> str:
             f'<p class="summary bad">The run <code>{escape(problem.run)}</code> did not complete: '
             f"{escape(problem.message)}</p><pre>{escape(problem.output)}</pre>"
         )
+        if problem.hint:
+            parts.append(f'<p class="summary warn">Hint: {md(problem.hint)}</p>')
+        shared = report.shared_reason()
+        if shared is not None:
+            parts.append(f'<p class="note">Every fix: {md(shared)}.</p>')
     parts += [_verdicts(report), _curves(report), _speed(report), _opinion(report), _notes(report)]
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p)
 
 
 def _meta(report: Report) -> str:
-    bits = [report.device]
+    bits = [f"accel-lint {report.version}"] if report.version else []
+    bits.append(report.device)
     if report.torch:
         bits.append(f"torch {report.torch}")
     if report.python:
         bits.append(report.python)
-    bits.append(f"runs stop after {report.steps} steps")
+    ran = report.steps_run
+    if ran is not None and ran < report.steps:
+        bits.append(f"{ran} steps (the script ended before --steps {report.steps})")
+    else:
+        bits.append(f"runs stop after {report.steps} steps")
     bits.append(f"{report.repeat} timing rounds" if report.repeat else "no timing")
     return " · ".join(bits)
 
@@ -84,15 +136,9 @@ def _meta(report: Report) -> str:
 def _summary(report: Report) -> str:
     if not report.fixes:
         return '<p class="summary warn">No fix applies to this script: nothing to verify.</p>'
-    counts: dict[str, int] = {}
-    for item in report.fixes:
-        verdict = item.verdict.verdict if item.verdict else cmp.NOT_VERIFIABLE
-        counts[verdict] = counts.get(verdict, 0) + 1
     kind = {0: "ok", 1: "bad"}.get(report.exit_code, "warn")
-    unsafe = sum(1 for f in report.fixes if f.applicability == "unsafe")
-    words = ", ".join(f"{n} {v}" for v, n in counts.items())
-    fixes = f"{len(report.fixes)} fix{'es' if len(report.fixes) != 1 else ''}"
-    return f'<p class="summary {kind}">{fixes} verified ({unsafe} unsafe): {escape(words)}</p>'
+    words = report.summary()
+    return f'<p class="summary {kind}">{escape(words[:1].upper() + words[1:])}</p>'
 
 
 def _verdicts(report: Report) -> str:
@@ -102,35 +148,45 @@ def _verdicts(report: Report) -> str:
     for item in report.fixes:
         verdict = item.verdict
         name = verdict.verdict if verdict else cmp.NOT_VERIFIABLE
-        why = ([verdict.reason] if verdict and verdict.reason else []) + (
-            verdict.notes if verdict else ["not run"]
-        )
+        shared = report.shared_reason()
+        why = (
+            [verdict.reason] if verdict and verdict.reason and verdict.reason != shared else []
+        ) + (verdict.notes if verdict else ["not run"])
         speed = item.speed
         speed_cell = ""
         if speed is not None:
             color = LABEL_COLOR.get(speed.label, "#666")
             speed_cell = f'<span style="color:{color};font-weight:600">{escape(speed.label)}</span>'
             if speed.variant is not None:
-                speed_cell += f"<br>{speed.variant.speed.ratio:.2f}x"
+                speed_cell += (
+                    f'<div class="why">{escape(speed_words(speed.variant.speed))} '
+                    f"(A-vs-A: the original against itself)</div>"
+                )
                 if speed.variant.cause:
-                    speed_cell += (
-                        f'<div class="why">likely cause: {escape(speed.variant.cause)}</div>'
-                    )
+                    speed_cell += f'<div class="why">likely cause: {md(speed.variant.cause)}</div>'
             elif speed.reason:
-                speed_cell += f'<div class="why">{escape(speed.reason)}</div>'
+                speed_cell += f'<div class="why">{md(speed.reason)}</div>'
         rows.append(
             "<tr>"
             f"<td>{escape(place(item))}</td><td><b>{escape(item.code)}</b>"
-            f'<div class="why">{escape(item.message)}</div></td>'
+            f'<div class="why">{md(item.message)}</div></td>'
             f'<td><span class="badge {escape(item.applicability)}">{escape(item.applicability)}'
             "</span></td>"
             f"<td>{escape(item.equivalence.value)}</td>"
             f'<td><span class="badge {VERDICT_CLASS.get(name, "")}">{escape(name)}</span>'
-            f'<div class="why">{escape("; ".join(why))}</div></td>'
-            f'<td class="num">{num(verdict.max_loss_diff if verdict else None)}</td>'
-            f'<td class="num">{num(verdict.max_param_diff if verdict else None)}</td>'
+            f'<div class="why">{md("; ".join(why))}</div></td>'
+            f'<td class="num" data-label="max loss diff">'
+            f"{num(verdict.max_loss_diff if verdict else None)}</td>"
+            f'<td class="num" data-label="max param diff">'
+            f"{num(verdict.max_param_diff if verdict else None)}</td>"
             f"<td>{speed_cell}</td></tr>"
         )
+        if item.diff:
+            rows.append(
+                f'<tr class="fix"><td></td><td colspan="7"><details open><summary>the fix '
+                f"({escape(item.code)} at {escape(place(item))})</summary>"
+                f"{diff_html(item.diff)}</details></td></tr>"
+            )
     noise = report.noise
     floor = (
         f'<p class="note">Noise floor of the original: losses {num(noise.loss)}, parameters '
@@ -140,11 +196,12 @@ def _verdicts(report: Report) -> str:
         else ""
     )
     return (
-        '<h2 id="verdicts">Verdicts</h2><table><tr><th>place</th><th>fix</th><th>fix is</th>'
-        "<th>class</th>"
+        '<h2 id="verdicts">Verdicts</h2><div class="tablewrap"><table class="verdicts"><tr>'
+        "<th>place</th>"
+        "<th>fix</th><th>fix is</th><th>class</th>"
         "<th>verdict</th><th>max loss diff</th><th>max param diff</th><th>speed</th></tr>"
         + "".join(rows)
-        + "</table>"
+        + "</table></div>"
         + floor
         + _unfixed(report)
     )
@@ -154,8 +211,8 @@ def _unfixed(report: Report) -> str:
     if not report.unfixed:
         return ""
     items = "".join(
-        f"<li><b>{escape(u.code)}</b> line {u.row}: {escape(u.why)}"
-        f'<div class="why">{escape(u.message)}</div></li>'
+        f"<li><b>{escape(u.code)}</b> line {u.row}: {md(u.why)}"
+        f'<div class="why">{md(u.message)}</div></li>'
         for u in report.unfixed
     )
     return f"<h2>Findings without an applied fix</h2><ul>{items}</ul>"
@@ -258,36 +315,43 @@ def _speed(report: Report) -> str:
         summary = side.summary()
         color = ORIGINAL
         text = f"{summary['median']:.1f} steps/s"
-        if side.samples_per_s:
+        if side.samples_per_s and variant is None:
             text += f", {side.samples_per_s:,.0f} samples/s"
         if variant is not None:
             color = LABEL_COLOR.get(variant.speed.label, NEUTRAL)
-            text += f" · {variant.speed.ratio:.2f}x {variant.speed.label}"
+            speed = variant.speed
+            text += f" · {speed.ratio:.2f}x"
+            if speed.low is not None and speed.high is not None:
+                text += f" (95% {speed.low:.2f}-{speed.high:.2f}x, noise {speed.noise:.0%})"
+            text += f" {speed.label}"
         speed_bars.append(Bar(name, summary["median"], summary["min"], summary["max"], color, text))
         memory = side.peak_memory_bytes
         if memory:
             device = side.device_peak_bytes
             extra = f" (device {device / 2**20:,.0f} MiB)" if device else ""
+            color, words = ORIGINAL, ""
+            if variant is not None:
+                color, words = memory_change(original, side)
             memory_bars.append(
                 Bar(
                     name,
                     memory / 2**20,
-                    color=ORIGINAL if variant is None else NEUTRAL,
-                    text=f"{memory / 2**20:,.0f} MiB{extra}",
+                    color=color,
+                    text=f"{memory / 2**20:,.0f} MiB{extra}{words}",
                 )
             )
     absent = "".join(
-        f"<li><b>{escape(code)}</b>: {NOT_APPLICABLE}: {escape(why)}</li>"
+        f"<li><b>{escape(code)}</b>: {NOT_APPLICABLE}: {md(why)}</li>"
         for code, why in timing.not_applicable.items()
     )
     causes = "".join(
-        f"<li><b>{escape(v.name)}</b>: likely cause of the slowdown: {escape(v.cause)}</li>"
+        f"<li><b>{escape(v.name)}</b>: likely cause of the slowdown: {md(v.cause)}</li>"
         for v in timing.variants
         if v.cause
     ) + "".join(
-        f"<li><b>{escape(v.name)}</b>: {escape(n)}</li>" for v in timing.variants for n in v.notes
+        f"<li><b>{escape(v.name)}</b>: {md(n)}</li>" for v in timing.variants for n in v.notes
     )
-    notes = "".join(f"<li>{escape(n)}</li>" for n in timing.notes)
+    notes = "".join(f"<li>{md(n)}</li>" for n in timing.notes)
     return (
         '<h2 id="speed">Speed and memory per fix</h2>'
         '<p class="note">Steady-state optimizer steps per second after the warm-up, median over '
@@ -295,11 +359,30 @@ def _speed(report: Report) -> str:
         "and all together, alternating with the original. Bars: "
         f'<b style="color:{ORIGINAL}">original</b>, <b style="color:{LABEL_COLOR[FASTER]}">'
         f'faster</b>, <b style="color:{LABEL_COLOR[SLOWER]}">slower</b>, '
-        f'<b style="color:{NEUTRAL}">no measurable change</b>.</p>'
+        f'<b style="color:{NEUTRAL}">no measurable change</b>; the text after each bar gives '
+        "the ratio to the original, its 95% bootstrap interval and the A-vs-A noise (the "
+        "original's own spread between its runs) that the interval must clear.</p>"
         + bar_chart("Steps per second", speed_bars, "median, min-max")
+        + '<p class="note">Memory is judged on its own: '
+        f'<b style="color:{MORE_MEMORY}">more memory</b> (over {MEMORY_CHANGE:g}x the '
+        f'original\'s peak), <b style="color:{LESS_MEMORY}">less memory</b> (under '
+        f'1/{MEMORY_CHANGE:g}), <b style="color:{NEUTRAL}">no marked change</b>.</p>'
         + bar_chart("Peak memory", memory_bars, "MiB, the process and its DataLoader workers")
         + (f"<ul>{absent}{causes}{notes}</ul>" if absent or causes or notes else "")
     )
+
+
+def memory_change(original: Side, side: Side) -> tuple[str, str]:
+    """The colour and words of a variant's peak memory against the original's."""
+    before, after = original.peak_memory_bytes, side.peak_memory_bytes
+    if not before or not after:
+        return NEUTRAL, ""
+    ratio = after / before
+    if ratio > MEMORY_CHANGE:
+        return MORE_MEMORY, f" · {ratio:.2f}x more memory"
+    if ratio < 1 / MEMORY_CHANGE:
+        return LESS_MEMORY, f" · {ratio:.2f}x less memory"
+    return NEUTRAL, f" · {ratio:.2f}x"
 
 
 def _opinion(report: Report) -> str:
@@ -310,13 +393,13 @@ def _opinion(report: Report) -> str:
     rows = "".join(
         f"<tr><td><b>{escape(c.code)}</b> {escape(c.name)}</td><td>line {c.row}</td>"
         f'<td class="{style.get(c.status, "na")}">{escape(c.status)}</td>'
-        f"<td>{escape(c.detail)}</td></tr>"
+        f"<td>{md(c.detail)}</td></tr>"
         for c in opinion.findings
     )
     extra = "".join(
         f"<tr><td><b>{escape(f.code or '(no rule yet)')}</b> {escape(f.name)}</td>"
         f"<td>{escape(f.file)}{f':{f.row}' if f.row is not None else ''}</td>"
-        f'<td class="seen">runtime only</td><td>{escape(f.detail)}</td></tr>'
+        f'<td class="seen">runtime only</td><td>{md(f.detail)}</td></tr>'
         for f in opinion.runtime_only
     )
     patterns = "".join(
@@ -336,8 +419,8 @@ def _opinion(report: Report) -> str:
         '<h2 id="runtime">Runtime second opinion</h2>'
         f'<p class="note">A probe run of the original ({opinion.steps} steps on '
         f"{escape(opinion.device)}) recorded what the script really does.</p>{problem}"
-        "<table><tr><th>finding</th><th>where</th><th>at run time</th><th>what was seen</th></tr>"
-        f"{rows}{extra}</table>"
+        '<div class="tablewrap"><table><tr><th>finding</th><th>where</th><th>at run time</th>'
+        f"<th>what was seen</th></tr>{rows}{extra}</table></div>"
         + (
             "<h3>torch's profiler pattern matcher</h3><table><tr><th>pattern</th><th>shows</th>"
             f"<th>status</th><th>hits</th></tr>{patterns}</table>"
@@ -352,4 +435,4 @@ def _notes(report: Report) -> str:
     notes = [*report.notes, *([report.combined_fails] if report.combined_fails else [])]
     if not notes:
         return ""
-    return "<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
+    return "<h2>Notes</h2><ul>" + "".join(f"<li>{md(n)}</li>" for n in notes) + "</ul>"

@@ -21,7 +21,7 @@ Runs = Callable[[Sequence[RunSpec]], list[RunResult]]
 
 
 def problem_of(run: RunResult) -> Problem:
-    return Problem(run.spec.name, run.status, run.message or run.status, run.output)
+    return Problem(run.spec.name, run.status, run.message or run.status, run.output, run.hint)
 
 
 def failed_run_verdict(run: RunResult) -> cmp.Verdict:

@@ -20,7 +20,10 @@ def to_json(report: Report) -> dict[str, Any]:
         "python": report.python,
         "torch": report.torch,
         "steps": report.steps,
+        "steps_run": report.steps_run,
         "repeat": report.repeat,
+        "command": report.command,
+        "version": report.version,
         "fixes": [_fix(item) for item in report.fixes],
         "unfixed": [asdict(u) for u in report.unfixed],
         "timing": _timing(report.timing) if report.timing else None,
@@ -57,6 +60,7 @@ def _fix(item: FixItem) -> dict[str, Any]:
         "max_param_diff": verdict.max_param_diff if verdict else None,
         "message": item.message,
         "notes": verdict.notes if verdict else [],
+        "diff": item.diff,
         "speed": (
             {
                 "label": speed.label,

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,10 @@ from accel_lint.verify.warm import ServerGone, WarmInterpreter
 from accel_lint.verify.workdir import copy_workdir
 
 HOOK_DIR = Path(__file__).resolve().parent / "hook"
-PROFILED_STEPS = 3  # steady steps the probe's profiler watches after the warm-up
+# steps the probe's profiler watches, from the first loader pass on: enough for
+# every pattern (a gradient reset needs gradients from an earlier step), and
+# cheap to post-process and match
+PROFILED_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,9 @@ class RunResult:
     other_load: float | None = None  # cores other processes kept busy during the run
     machine_device: str = "cpu"  # what torch saw in any process, even one that failed
     copied_bytes: int = 0
+    cpu_seconds: float | None = None  # the run's processes (None: not measurable)
     error: dict[str, Any] | None = None  # the error record of the failing process
+    hint: str | None = None  # what the user can do about a failure of this kind
 
     @property
     def ok(self) -> bool:
@@ -254,7 +260,7 @@ def config_for(target: Target, spec: RunSpec, out: Path) -> RunConfig:
         "dump_init": str(out / "init") if spec.dump_init else None,
         "align_init": str(spec.align_init) if spec.align_init else None,
         "progress": str(out / "progress"),
-        "profile_steps": target.warmup + PROFILED_STEPS,
+        "profile_steps": PROFILED_STEPS,
     }
 
 
@@ -276,9 +282,9 @@ def run(
     # DataLoader workers pass tensors through (socket_safe_tmpdir); never one inside
     # the scratch copy, which would always be too long (docs/verifier.md, "Socket paths").
     env = environment(config_for(target, spec, out), spec.threads, marker)
-    busy_before, ours_before = _busy_cpu_seconds(), _children_cpu_seconds()
+    busy_before = _busy_cpu_seconds()
     started = time.perf_counter()
-    outcome: tuple[int | None, bool] | None = None
+    outcome: tuple[int | None, bool, float | None] | None = None
     if server is not None and server.usable and not spec.launch.torchrun:
         try:
             outcome = _forked(server, target, work, out, env, marker)
@@ -286,13 +292,12 @@ def run(
             outcome = None  # started the ordinary way below
     if outcome is None:
         outcome = _started(target, spec, work, out, env, marker)
-    returncode, timed_out = outcome
+    returncode, timed_out, cpu = outcome
     seconds = time.perf_counter() - started
     other_load = None
     busy_after = _busy_cpu_seconds()
-    if busy_before is not None and busy_after is not None and seconds > 0:
-        ours = _children_cpu_seconds() - ours_before
-        other_load = max(0.0, (busy_after - busy_before - ours) / seconds)
+    if busy_before is not None and busy_after is not None and seconds > 0 and cpu is not None:
+        other_load = max(0.0, (busy_after - busy_before - cpu) / seconds)
     result = RunResult(
         spec,
         "ok",
@@ -302,6 +307,7 @@ def run(
         output=_tail(out / "output.txt"),
         other_load=other_load,
         copied_bytes=copied,
+        cpu_seconds=cpu,
     )
     classify(result, read_records(out), timed_out, target.timeout)
     return result
@@ -309,27 +315,54 @@ def run(
 
 def _started(
     target: Target, spec: RunSpec, work: Path, out: Path, env: dict[str, str], marker: str
-) -> tuple[int | None, bool]:
-    with open(out / "output.txt", "wb") as output, processes.spawning():
-        proc = subprocess.Popen(
-            command(target, spec.launch),
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        processes.started(proc.pid, marker)
-    try:
-        return proc.wait(timeout=target.timeout), False
-    except subprocess.TimeoutExpired:
-        processes.end_run(proc.pid, marker)
-        proc.wait()
-        return None, True
-    finally:
-        # the stop leaves DataLoader workers behind; a process may have detached
-        processes.end_run(proc.pid, marker)
+) -> tuple[int | None, bool, float | None]:
+    with open(out / "output.txt", "wb") as output:
+        with processes.spawning():  # not taken for an orphan before it is registered
+            proc = subprocess.Popen(
+                command(target, spec.launch),
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            processes.started(proc.pid, marker)
+        reaper = _Reaper(proc)
+        try:
+            if reaper.wait(target.timeout):
+                return proc.returncode, False, reaper.cpu
+            processes.end_run(proc.pid, marker)
+            reaper.wait(None)
+            return None, True, reaper.cpu
+        finally:
+            # the stop leaves DataLoader workers behind; a process may have detached
+            processes.end_run(proc.pid, marker)
+
+
+class _Reaper:
+    """Waits for a started process with `os.wait4`, which also gives its CPU time
+    (and that of the processes it waited for): `Popen.wait` would discard it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.cpu: float | None = None
+        self._thread = threading.Thread(target=self._reap, daemon=True)
+        self._thread.start()
+
+    def _reap(self) -> None:
+        try:
+            _, status, usage = os.wait4(self.proc.pid, 0)
+        except ChildProcessError:  # reaped elsewhere: no usage to read
+            self.proc.wait()
+            return
+        self.cpu = usage.ru_utime + usage.ru_stime
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+
+    def wait(self, timeout: float | None) -> bool:
+        """True when the process ended within `timeout`."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
 
 def _forked(
@@ -339,7 +372,7 @@ def _forked(
     out: Path,
     env: dict[str, str],
     marker: str,
-) -> tuple[int | None, bool]:
+) -> tuple[int | None, bool, float | None]:
     script = work / target.script
     ident = server.spawn(
         str(script), [str(target.script), *target.args], str(work), env, str(out / "output.txt")
@@ -351,8 +384,8 @@ def _forked(
         if status is None:
             processes.end_run(pid, marker)
             server.wait(ident, 30.0)
-            return None, True
-        return status, False
+            return None, True, server.cpu_seconds(ident)
+        return status, False, server.cpu_seconds(ident)
     finally:
         processes.end_run(pid, marker)
 
@@ -397,6 +430,7 @@ def classify(result: RunResult, records: list[Record], timed_out: bool, timeout:
             result.message = f"{first_error['type']}: {first_error['message']}"
         else:
             result.message = f"exited with status {result.returncode}"
+        result.hint = failure_hint(first_error, result.returncode, result.output)
         return
     if not trained or all(int(r.get("steps", 0)) == 0 for r in trained):
         result.status = "no-steps"
@@ -405,6 +439,32 @@ def classify(result: RunResult, records: list[Record], timed_out: bool, timeout:
     if len({len(r.get("losses", [])) for r in trained}) > 1:
         result.status = "crashed"
         result.message = "the ranks recorded different numbers of backward passes"
+
+
+MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+# argparse's own error: its usage line, then "PROG: error: WHAT", exit status 2
+ARGPARSE_ERROR = re.compile(r"^usage: .*?^\S+: error: (.+)$", re.MULTILINE | re.DOTALL)
+
+
+def failure_hint(error: Any, returncode: int | None, output: str) -> str | None:
+    """One sentence on what to do about a script that would not run, when the way
+    it failed says: a module its interpreter lacks, its own argument parser."""
+    if error and error.get("type") in ("ModuleNotFoundError", "ImportError"):
+        missing = MISSING_MODULE.search(str(error.get("message", "")))
+        if missing:
+            module = missing.group(1).split(".")[0]
+            return (
+                f"the script imports `{module}`, which the interpreter running it does not "
+                "have: run the scripts with your project's interpreter, `--python PATH` "
+                f"(e.g. `--python .venv/bin/python`), or install `{module}` there"
+            )
+    parsed = ARGPARSE_ERROR.search(output)
+    if returncode == 2 and parsed:
+        return (
+            f"the script's argument parser stopped it ({parsed.group(1).strip()}): pass the "
+            "script's arguments after `--`, as in `accel-lint verify train.py -- ARGS`"
+        )
+    return None
 
 
 def _busy_cpu_seconds() -> float | None:
@@ -418,17 +478,6 @@ def _busy_cpu_seconds() -> float | None:
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
     busy = sum(fields[:8]) - idle  # guest time is already part of user time
     return busy / os.sysconf("SC_CLK_TCK")
-
-
-def _children_cpu_seconds() -> float:
-    """CPU seconds of this process's waited-for descendants. Only meaningful around
-    a run that is the only one under way (timing runs go one at a time)."""
-    try:
-        import resource
-    except ImportError:
-        return 0.0
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def read_records(out: Path) -> list[Record]:

@@ -311,6 +311,7 @@ class ServerEvent(TypedDict, total=False):
     id: int
     pid: int  # the run started; its pid is also its session and group id
     status: int  # the run's process ended: its exit status, or -signal
+    cpu: float  # with status: CPU seconds of the run's process and what it waited for
     error: str  # it could not be started
 
 

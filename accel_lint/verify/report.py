@@ -4,6 +4,9 @@ by the table, the JSON and the HTML report."""
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from accel_lint.rule import Equivalence, Verification
@@ -25,6 +28,7 @@ class FixItem:
     applicability: str = "safe"
     verdict: cmp.Verdict | None = None
     speed: FixSpeed | None = None
+    diff: str = ""  # the unified diff of this fix (its rule's hunks at its place)
 
 
 @dataclass
@@ -60,6 +64,7 @@ class Problem:
     status: str
     message: str
     output: str
+    hint: str | None = None  # what to do about it, when the failure says (said once)
 
 
 @dataclass
@@ -89,6 +94,7 @@ class RunSeries:
     step_times: list[float]  # seconds since the first step, per step
     peak_memory_bytes: int | None
     device_peak_bytes: int | None
+    cpu_seconds: float | None = None  # the run's processes, as their parent reaped them
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,43 @@ class Report:
     noise_series: list[float] = field(default_factory=list)  # |perturbed - original| per pass
     unfixed: list[Unfixed] = field(default_factory=list)
     opinion: Opinion | None = None
+    command: str = ""  # how verify was called, the script's arguments included
+    version: str = ""  # accel-lint's
+
+    def summary(self) -> str:
+        """One sentence: how many fixes were verified and how they came out, and how
+        many could not be verified (never "N verified: N not verifiable")."""
+        total = len(self.fixes)
+        unsafe = sum(1 for f in self.fixes if f.applicability == "unsafe")
+        counts: dict[str, int] = {}
+        for item in self.fixes:
+            name = item.verdict.verdict if item.verdict else cmp.NOT_VERIFIABLE
+            counts[name] = counts.get(name, 0) + 1
+        unverified = counts.pop(cmp.NOT_VERIFIABLE, 0)
+        verified = total - unverified
+        if not verified:
+            return f"could not verify {_fixes(total)} ({unsafe} unsafe)"
+        text = f"{_fixes(verified)} verified ({unsafe} of {_fixes(total)} unsafe): " + ", ".join(
+            f"{n} {verdict}" for verdict, n in counts.items()
+        )
+        if unverified:
+            text += f"; could not verify {_fixes(unverified)}"
+        return text
+
+    def shared_reason(self) -> str | None:
+        """The one reason every fix shares when a run failed for all of them (the
+        original did not run): said once, not once per fix."""
+        reasons = {f.verdict.reason if f.verdict else None for f in self.fixes}
+        if self.problem is None or len(reasons) != 1:
+            return None
+        return next(iter(reasons))
+
+    @property
+    def steps_run(self) -> int | None:
+        """The optimizer steps the original really made (a script may end before
+        `--steps`): those of its first completed run."""
+        first = next((r for r in self.runs if r.status == "ok" and r.variant == "original"), None)
+        return first.steps if first is not None else None
 
     @property
     def exit_code(self) -> int:
@@ -168,3 +211,44 @@ class Report:
         if any(f.verdict is None or f.verdict.verdict != cmp.HOLDS for f in self.fixes):
             return 2
         return 0
+
+
+def _fixes(n: int) -> str:
+    return f"{n} fix{'es' if n != 1 else ''}"
+
+
+def attach_diffs(
+    items: Sequence[FixItem], original: str, fixed_by: Callable[[frozenset[str]], str]
+) -> None:
+    """Give each fix the unified diff of its change: its rule's fixes applied alone,
+    hunk by hunk, each hunk to the fix whose line it covers (a hunk elsewhere, an
+    import the fixes need, to the rule's first fix)."""
+    by_code: dict[str, list[FixItem]] = {}
+    for item in items:
+        by_code.setdefault(item.code, []).append(item)
+    every = frozenset(by_code)
+    for code, own in by_code.items():
+        filename = own[0].filename or "script"
+        before, after = original, fixed_by(frozenset({code}))
+        if after == original:
+            # a fix that applies only once another one has (non_blocking after
+            # pin_memory): what it adds to the others
+            before, after = fixed_by(every - {code}), fixed_by(every)
+        lines = difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), n=2
+        )
+        hunks: list[list[str]] = []
+        for line in list(lines)[2:]:  # the file header, written per fix below
+            if line.startswith("@@"):
+                hunks.append([])
+            if hunks:
+                hunks[-1].append(line if line.endswith("\n") else line + "\n")
+        for hunk in hunks:
+            match = re.match(r"@@ -(\d+)(?:,(\d+))?", hunk[0])
+            start = int(match.group(1)) if match else 0
+            length = int(match.group(2)) if match and match.group(2) is not None else 1
+            end = start + max(length, 1) - 1
+            owner = next((i for i in own if i.row is not None and start <= i.row <= end), own[0])
+            if not owner.diff:
+                owner.diff = f"--- {filename}\n+++ {filename} (fixed)\n"
+            owner.diff += "".join(hunk)

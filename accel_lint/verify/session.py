@@ -209,7 +209,31 @@ class Session:
         self._installed_only(pending)
         if self.report.problem is None and self.options.repeat > 0:
             timing_plan = speed.plan(pending, reference.device)
-            speed.time_fixes(pending, planner, lambda s: self.runs(s, 1), self.report, timing_plan)
+            speed.time_fixes(
+                pending,
+                planner,
+                lambda s: self.runs(s, len(s)),
+                self.report,
+                timing_plan,
+                paired=self._pairable(reference, combined, timing_plan),
+            )
+
+    def _pairable(self, reference: RunResult, fixed: RunResult, timing_plan: speed.Plan) -> bool:
+        """Timing runs may go two at a time, each on a core of its own: on a CPU with
+        a core per thread of both, when `--jobs` allows two, and when neither side
+        starts processes of its own (DataLoader workers or torchrun ranks, which
+        need the cores the other run would take)."""
+        options = self.options
+        if reference.device != "cpu" or options.jobs < 2:
+            return False
+        if len(speed.available_cores()) < 2 * options.threads:
+            return False
+        if any(self.planner.launch(codes).torchrun for _, codes in timing_plan.variants):
+            return False
+        loaders = [
+            lo for run in (reference, fixed) for r in run.records for lo in r.get("loaders", [])
+        ]
+        return all(lo["num_workers"] == 0 for lo in loaders)
 
     def _installed_only(self, items: Sequence[FixItem]) -> None:
         """A fix that changes nothing on the installed torch proves nothing about the
@@ -315,6 +339,7 @@ def series(run: RunResult) -> RunSeries:
         device_peak_bytes=(
             sum(int(p) for p in peaks if p) if peaks and all(p is not None for p in peaks) else None
         ),
+        cpu_seconds=run.cpu_seconds,
     )
 
 

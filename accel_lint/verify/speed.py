@@ -20,9 +20,10 @@ from accel_lint.verify.launch import RunResult, RunSpec
 from accel_lint.verify.plan import Planner
 from accel_lint.verify.protocol import TIME, LoaderRecord
 from accel_lint.verify.report import FixItem, FixSpeed, Problem, Report, Timing, VariantTiming
-from accel_lint.verify.timing import SLOWER, RunRate, Side, compare, run_rate
+from accel_lint.verify.timing import FASTER, SLOWER, RunRate, Side, compare, run_rate
 
 BUSY_CORES = 0.5  # other processes' load during a timing run worth a note
+MIN_ROUNDS = 2  # timing rounds before the intervals may stop the rest
 MEMORY_NOTE = 1.2  # a variant whose peak memory grows by this factor is explained
 Runs = Callable[[Sequence[RunSpec]], list[RunResult]]
 ALL = "all fixes"
@@ -56,8 +57,17 @@ def plan(items: Sequence[FixItem], device: str) -> Plan:
 
 
 def time_fixes(
-    items: Sequence[FixItem], planner: Planner, runs: Runs, report: Report, timing_plan: Plan
+    items: Sequence[FixItem],
+    planner: Planner,
+    runs: Runs,
+    report: Report,
+    timing_plan: Plan,
+    *,
+    paired: bool = False,
 ) -> None:
+    """`paired`: each variant's run goes at once with a run of the original, each
+    on a core of its own (both meet the same machine, in half the time); else
+    one run at a time. `runs` runs the specs it is given at once."""
     options = planner.options
     warmup = options.warmup_steps
     for item in items:
@@ -77,28 +87,53 @@ def time_fixes(
     rates: dict[str, list[RunRate]] = {name: [] for name, _ in order}
     loaders: dict[str, list[LoaderRecord]] = {}
     others: list[float] = []
+    rounds = 0
     for round_index in range(options.repeat):
         sequence = order if round_index % 2 == 0 else order[::-1]
-        for name, codes in sequence:
-            label = f"timing {round_index + 1}/{options.repeat}: {name}"
-            spec = planner.spec(
-                label, codes, mode=TIME, reference=None, align_init=None, role="timing"
-            )
-            run = runs([spec])[0]
-            if not run.ok:
-                report.problem = Problem(label, run.status, run.message or run.status, run.output)
-                return
-            rate = _rate(run, warmup)
-            if rate is None:
-                report.notes.append(
-                    f"timing skipped: {run.steps} steps leave no steady state after "
-                    f"{warmup} warm-up steps (raise --steps)"
+        if paired:
+            # each variant beside the original, the original first in every other round
+            slots = [
+                [order[0], variant] if round_index % 2 == 0 else [variant, order[0]]
+                for variant in order[1:]
+            ]
+        else:
+            slots = [[entry] for entry in sequence]
+        for slot in slots:
+            specs = [
+                planner.spec(
+                    f"timing {round_index + 1}/{options.repeat}: {name}",
+                    codes,
+                    mode=TIME,
+                    reference=None,
+                    align_init=None,
+                    role="timing",
                 )
-                return
-            rates[name].append(rate)
-            loaders.setdefault(name, [lo for r in run.records for lo in r.get("loaders", [])])
-            if run.other_load is not None:
-                others.append(run.other_load)
+                for name, codes in slot
+            ]
+            done = runs(specs)
+            for (name, _), spec, run in zip(slot, specs, done):
+                if not run.ok:
+                    report.problem = Problem(
+                        spec.name, run.status, run.message or run.status, run.output
+                    )
+                    return
+                rate = _rate(run, warmup)
+                if rate is None:
+                    report.notes.append(timing_skipped(run.steps, warmup, options.steps))
+                    return
+                rates[name].append(rate)
+                loaders.setdefault(name, [lo for r in run.records for lo in r.get("loaders", [])])
+                if run.other_load is not None:
+                    # the partner of a pair is ours, not another tenant's
+                    partner = sum(
+                        r.cpu_seconds / r.seconds
+                        for r in done
+                        if r is not run and r.cpu_seconds is not None and r.seconds > 0
+                    )
+                    others.append(max(0.0, run.other_load - partner))
+        rounds = round_index + 1
+        if rounds >= MIN_ROUNDS and rounds < options.repeat and decided(rates, timing_plan):
+            break
     original = Side(tuple(rates["original"]))
     variants = []
     for name, codes in timing_plan.variants:
@@ -113,6 +148,16 @@ def time_fixes(
             f"other processes kept up to {max(others):.1f} of {os.cpu_count() or 1} cores busy "
             "during timing: the rates are noisier than on a quiet machine"
         )
+    if rounds < options.repeat:
+        timing.notes.append(
+            f"timing stopped after {rounds} of {options.repeat} rounds: every interval was "
+            "decided (outside the run-to-run noise, or inside it)"
+        )
+    if paired:
+        timing.notes.append(
+            "each timing run of a fix ran at once with a run of the original, each on a core "
+            "of its own"
+        )
     if not fixed.speed.noise_measured:
         timing.notes.append(
             f"one timing run per script cannot measure the run-to-run noise: "
@@ -126,6 +171,45 @@ def time_fixes(
         if alone is not None:
             item.speed = FixSpeed(alone.speed.label, alone)
     report.timing = timing
+
+
+def available_cores() -> set[int]:
+    """The cores this process may run on (its affinity), else every core."""
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
+
+
+def timing_skipped(steps: int, warmup: int, requested: int) -> str:
+    """Why no rate could be measured: too few steps after the warm-up, because the
+    script ended by itself (more --steps cannot help) or because --steps is low."""
+    if steps < requested:
+        return (
+            f"timing skipped: the script ended by itself after {steps} optimizer steps (before "
+            f"--steps {requested}), too few for a steady rate after {warmup} warm-up steps; let "
+            "it train longer through its arguments after `--`, or lower --warmup"
+        )
+    return (
+        f"timing skipped: {steps} steps leave no steady rate after {warmup} warm-up steps "
+        "(raise --steps, or lower --warmup)"
+    )
+
+
+def decided(rates: dict[str, list[RunRate]], timing_plan: Plan) -> bool:
+    """Every variant's label settled: its interval clears the original's run-to-run
+    noise (faster or slower), or lies wholly inside it (no measurable change: more
+    runs only widen the noise it would have to clear)."""
+    original = Side(tuple(rates["original"]))
+    for name, _ in timing_plan.variants:
+        speed = compare(original, Side(tuple(rates[name])))
+        if speed.label in (FASTER, SLOWER):
+            continue
+        if speed.low is None or speed.high is None or not speed.noise_measured:
+            return False
+        if not (1.0 / (1.0 + speed.noise) <= speed.low and speed.high <= 1.0 + speed.noise):
+            return False
+    return True
 
 
 def _rate(run: RunResult, warmup: int) -> RunRate | None:

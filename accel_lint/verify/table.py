@@ -49,9 +49,15 @@ def speed_words(speed: Speed) -> str:
 def render(report: Report, console: Console) -> None:
     versions = f", torch {report.torch}" if report.torch else ""
     timing = f", {report.repeat} timing rounds" if report.repeat else ", no timing"
+    ran = report.steps_run
+    steps = (
+        f"{ran} steps (the script ended before --steps {report.steps})"
+        if ran is not None and ran < report.steps
+        else f"{report.steps} steps"
+    )
     console.print(
         Text(f"accel-lint verify {report.script}", style="bold"),
-        f"({report.device}{versions}, {report.steps} steps{timing})",
+        f"({report.device}{versions}, {steps}{timing})",
     )
     if not report.fixes:
         console.print("No fix applies to this script: nothing to verify.")
@@ -64,6 +70,8 @@ def render(report: Report, console: Console) -> None:
         )
         if problem.output:
             console.print(Text(_indent(problem.output), style="dim"))
+        if problem.hint:
+            console.print(Text(f"hint: {problem.hint}", style="bold"))
     if report.noise is not None:
         noise = report.noise
         same = (
@@ -96,8 +104,11 @@ def render(report: Report, console: Console) -> None:
         )
     console.print()
     console.print(table)
+    shared = report.shared_reason()
+    if shared is not None:
+        console.print(f"\nEvery fix: {shared}.")
     for item in report.fixes:
-        _render_item(item, console)
+        _render_item(item, console, shared)
     if report.timing is not None:
         console.print()
         _render_timing(report.timing, console)
@@ -110,14 +121,14 @@ def render(report: Report, console: Console) -> None:
     console.print(_summary(report))
 
 
-def _render_item(item: FixItem, console: Console) -> None:
+def _render_item(item: FixItem, console: Console, shared: str | None = None) -> None:
     verdict = item.verdict
     name = verdict.verdict if verdict else cmp.NOT_VERIFIABLE
     head = Text(f"\n{item.code} ", style="bold")
     head.append(f"{place(item)} [{item.applicability}] ", style="")
     head.append(item.message, style="dim")
     console.print(head)
-    why = [verdict.reason] if verdict and verdict.reason else []
+    why = [verdict.reason] if verdict and verdict.reason and verdict.reason != shared else []
     why += verdict.notes if verdict else ["not run"]
     line = Text("  ")
     line.append(name, style=VERDICT_STYLE.get(name, ""))
@@ -223,20 +234,9 @@ def _render_unfixed(report: Report, console: Console) -> None:
 
 
 def _summary(report: Report) -> Text:
-    counts: dict[str, int] = {}
-    for item in report.fixes:
-        name = item.verdict.verdict if item.verdict else cmp.NOT_VERIFIABLE
-        counts[name] = counts.get(name, 0) + 1
-    parts = [f"{n} {verdict}" for verdict, n in counts.items()]
     style = {0: "bold green", 1: "bold red"}.get(report.exit_code, "bold yellow")
-    total = len(report.fixes)
-    unsafe = sum(1 for f in report.fixes if f.applicability == "unsafe")
-    return Text(
-        f"\n{total} fix{'es' if total != 1 else ''} verified ({unsafe} unsafe): "
-        + ", ".join(parts)
-        + ".",
-        style=style,
-    )
+    words = report.summary()
+    return Text(f"\n{words[:1].upper()}{words[1:]}.", style=style)
 
 
 def _indent(text: str) -> str:
@@ -300,6 +300,8 @@ class RichProgress:
         seconds = time.perf_counter() - started
         status = "ok" if result.ok else result.status
         done = f"{title}: {status}, {result.steps} steps, {seconds:.1f} s"
+        if result.cpu_seconds is not None:
+            done += f" ({result.cpu_seconds:.1f} s CPU)"
         if self.live:
             if task is not None:
                 self.progress.remove_task(task)

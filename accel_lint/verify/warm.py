@@ -118,6 +118,12 @@ class WarmInterpreter:
             return None
         return int(event["status"])
 
+    def cpu_seconds(self, ident: int) -> float | None:
+        """CPU seconds of an ended run's process (and the processes it waited for)."""
+        with self._lock:
+            event = next((e for e in self._events.get(ident, []) if "status" in e), None)
+        return float(event["cpu"]) if event is not None and "cpu" in event else None
+
     def _wait(self, ident: int, key: str, timeout: float | None) -> ServerEvent | None:
         with self._changed:
             found = self._changed.wait_for(

@@ -3,15 +3,13 @@ comparison, snapshotted, compared with a reference, aligned at the start."""
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import random
-import warnings
 from typing import Any
 
 from ..protocol import DiffRecord, InitEvent, StateDictCheck, TensorRow
-from .records import strip_wrappers, tensor_bytes
+from .records import live_instances, strip_wrappers, tensor_bytes
 
 
 def optimizer_params(optimizer: Any) -> list[Any]:
@@ -35,11 +33,7 @@ class Models:
         one of `params` (any parameter when None), ordered by where their first
         parameter sits in the list, so both sides of a comparison name them alike."""
         module_class = self.torch.nn.Module
-        with warnings.catch_warnings():  # isinstance() on deprecated torch objects warns
-            warnings.simplefilter("ignore")
-            # `type()`, not `isinstance()`: a dead weak proxy among the objects (dynamo keeps
-            # some) raises ReferenceError on `isinstance`
-            modules = [o for o in gc.get_objects() if issubclass(type(o), module_class)]
+        modules = live_instances(module_class)
         children = {id(c) for m in modules for c in m._modules.values() if c is not None}
         position = {id(p): i for i, p in enumerate(params or [])}
         ranked: list[tuple[int, Any]] = []

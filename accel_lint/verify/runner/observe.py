@@ -14,9 +14,10 @@ matches them with the static findings.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
+import sys
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ..protocol import (
@@ -28,7 +29,7 @@ from ..protocol import (
 )
 from .base import Host
 from .models import optimizer_params
-from .records import user_frame
+from .records import live_instances, user_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -228,7 +229,7 @@ class Observer:
             activities = [ProfilerActivity.CPU]
             if torch.cuda.is_available():
                 activities.append(ProfilerActivity.CUDA)
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _without_lazy_inductor(torch):
                 warnings.simplefilter("ignore")
                 self.profiler = profile(activities=activities, record_shapes=True, with_stack=True)
                 self.profiler.start()
@@ -350,11 +351,7 @@ class Observer:
                 )
         deliberate = self.flag("cudnn.deterministic") or self.flag("deterministic algorithms")
         if self.cuda and not self.flag("cudnn.benchmark") and not deliberate:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                convs = any(
-                    issubclass(type(o), torch.nn.modules.conv._ConvNd) for o in gc.get_objects()
-                )
+            convs = bool(live_instances(torch.nn.modules.conv._ConvNd))
             if convs:
                 self.note(
                     "cudnn-autotuner-off",
@@ -486,6 +483,31 @@ class Observer:
                     return name, int(caller.line_number)
             event = event.parent
         return None
+
+
+@contextlib.contextmanager
+def _without_lazy_inductor(torch: Any) -> Iterator[None]:
+    """`profile.start()` asks `hasattr(torch, "_inductor")` to read inductor's
+    cudagraphs flag, and torch's module `__getattr__` answers by importing
+    inductor (and dynamo with it): seconds of CPU in a run of seconds. A script
+    that uses inductor has imported it already, so while the profiler starts a
+    not-yet-imported inductor is answered "absent" (the flag only matters when
+    inductor compiled something)."""
+    lazy = torch.__dict__.get("__getattr__")
+    if lazy is None or "torch._inductor" in sys.modules:
+        yield
+        return
+
+    def getattr_(name: str) -> Any:
+        if name == "_inductor" and "torch._inductor" not in sys.modules:
+            raise AttributeError(name)
+        return lazy(name)
+
+    torch.__getattr__ = getattr_
+    try:
+        yield
+    finally:
+        torch.__getattr__ = lazy
 
 
 def _matched(pattern: Any) -> list[Any]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import hashlib
+import itertools
 import json
 import os
 import sys
 import traceback
+import warnings
 from typing import Any
 
 from ..protocol import MemoryRecord, Record
@@ -160,3 +163,17 @@ def user_frame(skip: tuple[str, ...]) -> tuple[str, int] | None:
             return filename, frame.f_lineno
         frame = frame.f_back
     return None
+
+
+def live_instances(cls: type) -> list[Any]:
+    """Every live object that is an instance of `cls`, from the garbage collector's
+    list. The test runs inside `filter` (C calling C): a comprehension's
+    `isinstance` is a Python-level call that the probe's profiler, when on, records
+    as one event per object (570,000 events on a script that imported
+    `torch._dynamo`, seconds to stop the profiler and to match its patterns).
+    The test is on each object's type: `isinstance` on a dead weak proxy (dynamo
+    keeps some) raises ReferenceError."""
+    with warnings.catch_warnings():  # isinstance() on deprecated torch objects warns
+        warnings.simplefilter("ignore")
+        objects = gc.get_objects()
+        return list(itertools.compress(objects, map(cls.__subclasscheck__, map(type, objects))))

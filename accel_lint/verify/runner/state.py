@@ -8,12 +8,10 @@ The stop after N optimizer steps writes the record and ends the process with
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import sys
 import time
 import traceback
-import warnings
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -373,10 +371,7 @@ class Runner:
         torch = self.torch
         iterator = getattr(torch.utils.data.dataloader, "_MultiProcessingDataLoaderIter", None)
         if iterator is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                live = [o for o in gc.get_objects() if issubclass(type(o), iterator)]
-            for loader_iterator in live:
+            for loader_iterator in records.live_instances(iterator):
                 loader_iterator._shutdown_workers()
         import multiprocessing.process
         import shutil
