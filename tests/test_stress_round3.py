@@ -4,6 +4,7 @@ it must not be."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -437,6 +438,9 @@ def test_a_signal_to_the_main_check_process_alone_ends_its_workers(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pid in workers:  # what a failure of this test would otherwise leave running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 # -- written where it must not be, or lost ---------------------------------------------
