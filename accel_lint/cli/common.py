@@ -51,13 +51,20 @@ class Common:
     paths: list[str]
     stdin: bool
     stdin_filename: str | None
-    # each file's settings, from the closest configuration above it (hierarchical, as
-    # ruff); None under --config and --isolated, where `settings` serve every file
-    resolve: Callable[[str], Settings] | None = None
+    # the settings of what lies in a directory, from the closest configuration at or
+    # above it (hierarchical, as ruff); None under --config, --isolated and standard
+    # input, where `settings` serve every file
+    settings_in: Callable[[str], Settings] | None = None
+
+    def resolve(self, path: str) -> Settings:
+        """One file's settings: those of the closest configuration above it."""
+        if self.settings_in is None:
+            return self.settings
+        return self.settings_in(os.path.dirname(os.path.abspath(path)))
 
     def groups(self, files: Sequence[str]) -> list[tuple[Settings, list[int]]]:
         """The files (by index) that share one configuration, with its settings."""
-        if self.resolve is None:
+        if self.settings_in is None:
             return [(self.settings, list(range(len(files))))]
         out: dict[Path | None, tuple[Settings, list[int]]] = {}
         for i, path in enumerate(files):
@@ -80,13 +87,14 @@ class Common:
 
 
 def _resolver(base: Settings, load: Callable[[Path], Settings]) -> Callable[[str], Settings]:
-    """Settings per file: those of the closest configuration file above it, each
-    configuration read once, each directory looked up once."""
+    """Settings per directory (for the files and directories in it): those of the
+    closest configuration file at or above it, each configuration read once (one
+    `Settings` object each), each directory looked up once."""
     by_config: dict[Path | None, Settings] = {base.config_file: base}
     by_directory: dict[str, Settings] = {}
 
-    def resolve(path: str) -> Settings:
-        directory = os.path.dirname(os.path.abspath(path))
+    def settings_in(directory: str) -> Settings:
+        directory = os.path.abspath(directory)
         known = by_directory.get(directory)
         if known is not None:
             return known
@@ -106,7 +114,7 @@ def _resolver(base: Settings, load: Callable[[Path], Settings]) -> Callable[[str
         by_directory[directory] = by_config[found]
         return by_config[found]
 
-    return resolve
+    return settings_in
 
 
 def selection_options(func: Any) -> Any:
@@ -225,10 +233,10 @@ def common(
         settings = load(config_file, anchor)
     except ConfigError as exc:
         fail(str(exc))
-    resolve = None
+    settings_in = None
     if config_file is None and not isolated and not stdin:
-        resolve = _resolver(settings, lambda found: load(found, found.parent))
-    return Common(settings, paths, stdin, stdin_filename, resolve)
+        settings_in = _resolver(settings, lambda found: load(found, found.parent))
+    return Common(settings, paths, stdin, stdin_filename, settings_in)
 
 
 def warn_if_empty(files: Sequence[str], paths: Sequence[str]) -> None:
@@ -289,7 +297,7 @@ def warn(path: str, note: str) -> None:
 
 
 def settings_of(shared: Common, path: str) -> Settings:
-    return shared.settings if shared.resolve is None else shared.resolve(path)
+    return shared.resolve(path)
 
 
 def apply_baseline(
