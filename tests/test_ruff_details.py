@@ -286,3 +286,25 @@ def test_a_named_file_a_sub_project_excludes_follows_force_exclude(tmp_path: Pat
     assert _shown(hook.stdout, tmp_path) == ["legacy/train.py", "train.py"]
     alone = cli("check", "--show-files", "--force-exclude", "legacy/generated", cwd=tmp_path)
     assert alone.stdout.split() == []
+
+
+def test_a_linked_folder_leading_out_of_the_project_gets_the_defaults(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _repository(repo)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.py").write_text(ZERO_GRAD)
+    (repo / "link").symlink_to(outside, target_is_directory=True)
+    concise = ("--no-cache", "--output-format", "concise", "--select", "ACL302")
+    # link/x.py has no configuration above its real folder: the defaults (the latest
+    # torch, no ACL302), where it used to end in a traceback
+    for named, expected in (
+        ((".", "link"), ["legacy/train.py:6:5"]),
+        (("link/x.py", "train.py"), []),
+    ):
+        ran = cli("check", *concise, *named, cwd=repo)
+        assert "Traceback" not in ran.stderr and ran.returncode == (1 if expected else 0)
+        assert _codes(ran.stdout) == expected
+    shown = cli("check", "--show-settings", ".", "link", cwd=repo).stdout
+    assert f"Project root: {outside}" in shown and "link/x.py: every enabled rule" in shown

@@ -86,10 +86,14 @@ class Common:
         return [r for _, r in sorted(results, key=lambda pair: pair[0])]
 
 
-def _resolver(base: Settings, load: Callable[[Path], Settings]) -> Callable[[str], Settings]:
+def _resolver(
+    base: Settings, load: Callable[[Path | None, Path], Settings]
+) -> Callable[[str], Settings]:
     """Settings per directory (for the files and directories in it): those of the
     closest configuration file at or above it, each configuration read once (one
-    `Settings` object each), each directory looked up once."""
+    `Settings` object each), each directory looked up once. A directory with no
+    configuration above it (a linked folder that leads out of the project) gets the
+    defaults, rooted at it."""
     by_config: dict[Path | None, Settings] = {base.config_file: base}
     by_directory: dict[str, Settings] = {}
 
@@ -98,21 +102,25 @@ def _resolver(base: Settings, load: Callable[[Path], Settings]) -> Callable[[str
         known = by_directory.get(directory)
         if known is not None:
             return known
+        real = Path(directory).resolve()
         try:
-            found = find_config(Path(directory).resolve())
+            found = find_config(real)
             if (
                 found is not None
                 and base.config_file is not None
                 and found.resolve() == base.config_file.resolve()
             ):
                 found = base.config_file
-            if found not in by_config:
-                assert found is not None
-                by_config[found] = load(found)
+            if found in by_config:
+                known = by_config[found]
+            elif found is None:
+                known = load(None, real)
+            else:
+                known = by_config[found] = load(found, found.parent)
         except ConfigError as exc:
             fail(str(exc))
-        by_directory[directory] = by_config[found]
-        return by_config[found]
+        by_directory[directory] = known
+        return known
 
     return settings_in
 
@@ -235,7 +243,7 @@ def common(
         fail(str(exc))
     settings_in = None
     if config_file is None and not isolated and not stdin:
-        settings_in = _resolver(settings, lambda found: load(found, found.parent))
+        settings_in = _resolver(settings, load)
     return Common(settings, paths, stdin, stdin_filename, settings_in)
 
 
