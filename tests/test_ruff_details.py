@@ -308,3 +308,23 @@ def test_a_linked_folder_leading_out_of_the_project_gets_the_defaults(tmp_path: 
         assert _codes(ran.stdout) == expected
     shown = cli("check", "--show-settings", ".", "link", cwd=repo).stdout
     assert f"Project root: {outside}" in shown and "link/x.py: every enabled rule" in shown
+
+
+def test_a_sub_project_decides_whether_gitignore_applies_to_its_files(tmp_path: Path) -> None:
+    sub = _repository(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("vendored/\n")
+    with (sub / "pyproject.toml").open("a") as config:
+        config.write("respect-gitignore = false\n")
+    for directory in (tmp_path / "vendored", sub / "vendored"):
+        directory.mkdir()
+        (directory / "v.py").write_text(ZERO_GRAD)
+    shown = cli("check", "--show-files", ".", cwd=tmp_path)
+    assert _shown(shown.stdout, tmp_path) == [
+        "legacy/train.py",
+        "legacy/vendored/v.py",
+        "train.py",
+    ], shown.stderr
+    # --respect-gitignore on the command line is every configuration's
+    forced = cli("check", "--show-files", "--respect-gitignore", ".", cwd=tmp_path)
+    assert _shown(forced.stdout, tmp_path) == ["legacy/train.py", "train.py"]
