@@ -17,7 +17,7 @@ from accel_lint.config import (
     ConfigError,
     Selection,
     Settings,
-    find_config,
+    config_in,
     load_settings,
     parse_codes,
 )
@@ -96,27 +96,45 @@ def _resolver(
     defaults, rooted at it."""
     by_config: dict[Path | None, Settings] = {base.config_file: base}
     by_directory: dict[str, Settings] = {}
+    closest: dict[Path, Path | None] = {}  # by real directory: each one's files read once
+    base_real = base.config_file.resolve() if base.config_file is not None else None
+
+    def find(real: Path) -> Path | None:
+        if real in closest:
+            return closest[real]
+        found = config_in(real)
+        if found is None and real.parent != real:
+            found = find(real.parent)
+        closest[real] = found
+        return found
+
+    def of(found: Path | None, real: Path) -> Settings:
+        if found in by_config:
+            return by_config[found]
+        if found is None:
+            return load(None, real)
+        if base_real is not None and found.resolve() == base_real:
+            by_config[found] = base  # the same file by another path
+        else:
+            by_config[found] = load(found, found.parent)
+        return by_config[found]
 
     def settings_in(directory: str) -> Settings:
         directory = os.path.abspath(directory)
         known = by_directory.get(directory)
         if known is not None:
             return known
-        real = Path(directory).resolve()
+        parent = os.path.dirname(directory)
+        above = by_directory.get(parent) if parent != directory else None
         try:
-            found = find_config(real)
-            if (
-                found is not None
-                and base.config_file is not None
-                and found.resolve() == base.config_file.resolve()
-            ):
-                found = base.config_file
-            if found in by_config:
-                known = by_config[found]
-            elif found is None:
-                known = load(None, real)
+            if above is not None and not os.path.islink(directory):
+                # a folder (not a link) in a folder already looked up, as a walk asks:
+                # its own configuration, else its parent's, without resolving the path
+                here = config_in(Path(directory))
+                known = above if here is None else of(here, Path(directory))
             else:
-                known = by_config[found] = load(found, found.parent)
+                real = Path(directory).resolve()
+                known = of(find(real), real)
         except ConfigError as exc:
             fail(str(exc))
         by_directory[directory] = known
