@@ -198,15 +198,23 @@ def find_config(start: Path) -> Path | None:
     """The nearest accel-lint.toml, or pyproject.toml with [tool.accel-lint]."""
     directory = start if start.is_dir() else start.parent
     for candidate_dir in [directory, *directory.parents]:
-        # os.path.isfile: a directory we may not search holds no configuration we can use
-        own = candidate_dir / "accel-lint.toml"
-        if os.path.isfile(own):
-            return own
-        pyproject = candidate_dir / "pyproject.toml"
-        if os.path.isfile(pyproject) and "accel-lint" in _table(
-            _read_toml(pyproject), "tool", pyproject
-        ):
-            return pyproject
+        found = config_in(candidate_dir)
+        if found is not None:
+            return found
+    return None
+
+
+def config_in(directory: Path) -> Path | None:
+    """The configuration file in `directory` itself, or None."""
+    # os.path.isfile: a directory we may not search holds no configuration we can use
+    own = directory / "accel-lint.toml"
+    if os.path.isfile(own):
+        return own
+    pyproject = directory / "pyproject.toml"
+    if os.path.isfile(pyproject) and "accel-lint" in _table(
+        _read_toml(pyproject), "tool", pyproject
+    ):
+        return pyproject
     return None
 
 

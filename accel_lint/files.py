@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,34 +27,70 @@ def too_large(size: int, what: str = "file") -> str | None:
     return _too_large(size, MAX_BYTES, what) if size > MAX_BYTES else None
 
 
-def discover(paths: Iterable[str], settings: Settings, *, force_exclude: bool = False) -> list[str]:
+def discover(
+    paths: Iterable[str],
+    settings: Settings,
+    *,
+    force_exclude: bool = False,
+    settings_in: Callable[[str], Settings] | None = None,
+) -> list[str]:
     """Python files and notebooks under `paths`, sorted, without excluded ones.
+
+    What lies in a directory is excluded by the settings `settings_in` gives that
+    directory (the closest configuration at or above it, as ruff: a sub-project's own
+    `exclude` and `respect-gitignore` apply to its files, its patterns relative to its
+    own directory); without `settings_in` (`--config`, `--isolated`), by `settings`.
+    Each directory is asked once.
 
     A file named on the command line is linted even when excluded, unless
     `force_exclude` (what pre-commit hooks pass, since they name every file).
     """
+
+    def governing(directory: str) -> Settings:
+        return settings if settings_in is None else settings_in(directory)
+
     found: dict[str, None] = {}
     for raw in paths:
         path = Path(raw)
-        ignore = GitIgnore.for_path(path) if settings.respect_gitignore else None
         if os.path.isdir(path):  # False where it cannot be looked at: read error later
-            below = settings
-            if settings.is_excluded(path):
+            own = governing(str(path))
+            ignore = _gitignore(path, own, settings_in is not None)
+            rerooted = None
+            if own.is_excluded(path):
                 if force_exclude:
                     continue
                 # a directory named by the user is linted even when excluded (`build`),
                 # as a named file is; exclusions apply to what lies below it, whatever
                 # other paths share the command line
-                below = replace(settings, root=Path(os.path.abspath(path)))
-            for file in _walk(path, below, ignore):
+                rerooted = replace(own, root=Path(os.path.abspath(path)))
+
+            def within(
+                directory: str, own: Settings = own, new: Settings | None = rerooted
+            ) -> Settings:
+                here = governing(directory)
+                return new if new is not None and here is own else here
+
+            for file in _walk(path, within, ignore):
                 found[os.path.normpath(file)] = None
-        elif force_exclude and (
-            settings.is_excluded(path) or (ignore is not None and ignore.ignored_with_parents(path))
-        ):
+        elif force_exclude and _named_file_excluded(path, governing):
             continue
         else:
             found[os.path.normpath(path)] = None  # missing/unreadable: ACL000 when read
     return sorted(found)
+
+
+def _gitignore(path: Path, own: Settings, hierarchical: bool) -> GitIgnore | None:
+    # with each directory's own settings, one below may respect .gitignore where the
+    # named path's do not: the patterns are read only where a directory asks
+    return GitIgnore.for_path(path) if own.respect_gitignore or hierarchical else None
+
+
+def _named_file_excluded(path: Path, governing: Callable[[str], Settings]) -> bool:
+    own = governing(os.path.dirname(os.path.abspath(path)))
+    if own.is_excluded(path):
+        return True
+    ignore = GitIgnore.for_path(path) if own.respect_gitignore else None
+    return ignore is not None and ignore.ignored_with_parents(path)
 
 
 def once_each(files: Sequence[str]) -> list[str]:
@@ -76,19 +112,23 @@ def once_each(files: Sequence[str]) -> list[str]:
     return out
 
 
-def _walk(root: Path, settings: Settings, ignore: GitIgnore | None) -> Iterator[str]:
+def _walk(
+    root: Path, settings_in: Callable[[str], Settings], ignore: GitIgnore | None
+) -> Iterator[str]:
     for dirpath, dirnames, filenames in os.walk(root):
+        here = settings_in(dirpath)  # once per directory, for all that lies in it
+        honour = ignore if here.respect_gitignore else None
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if not settings.is_excluded(os.path.join(dirpath, d))
-            and not (ignore is not None and ignore.ignored(os.path.join(dirpath, d), True))
+            if not here.is_excluded(os.path.join(dirpath, d))
+            and not (honour is not None and honour.ignored(os.path.join(dirpath, d), True))
         )
         for name in sorted(filenames):
             if name.endswith((".py", ".ipynb")):
                 full = os.path.join(dirpath, name)
-                if not settings.is_excluded(full) and not (
-                    ignore is not None and ignore.ignored(full, False)
+                if not here.is_excluded(full) and not (
+                    honour is not None and honour.ignored(full, False)
                 ):
                     yield full
 

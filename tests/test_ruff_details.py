@@ -225,3 +225,106 @@ def test_a_bad_sub_configuration_is_a_clear_error(tmp_path: Path) -> None:
     ran = cli("check", "--no-cache", ".", cwd=tmp_path)
     assert ran.returncode == 2
     assert "unknown rule code or prefix 'ACL999'" in ran.stderr and "Traceback" not in ran.stderr
+
+
+def _sub_project_with_exclusions(root: Path) -> Path:
+    """`_repository`, its sub-project excluding its own `generated/` and `tools/*.py`
+    (patterns relative to the sub-project), and the same names at the root."""
+    sub = _repository(root)
+    (sub / "pyproject.toml").write_text(
+        '[project]\nname = "legacy"\nversion = "0"\n\n[tool.accel-lint]\nselect = ["ACL302"]\n'
+        'target-torch = "1.13"\nexclude = ["generated/", "tools/*.py"]\n'
+    )
+    for directory in (sub / "generated", sub / "tools", root / "tools"):
+        directory.mkdir()
+    (sub / "generated" / "x.py").write_text(ZERO_GRAD)
+    (sub / "tools" / "x.py").write_text(ZERO_GRAD)
+    (root / "tools" / "x.py").write_text(ZERO_GRAD)
+    return sub
+
+
+def _shown(ran_stdout: str, root: Path) -> list[str]:
+    """`--show-files` output (absolute paths), relative to `root`."""
+    return [Path(line).relative_to(root).as_posix() for line in ran_stdout.split()]
+
+
+def test_a_sub_project_excludes_its_own_files_when_the_root_is_checked(tmp_path: Path) -> None:
+    _sub_project_with_exclusions(tmp_path)
+    concise = ("--no-cache", "--output-format", "concise")
+    shown = cli("check", "--show-files", ".", cwd=tmp_path)
+    assert _shown(shown.stdout, tmp_path) == [
+        "legacy/train.py",
+        "tools/x.py",  # the sub-project's `tools/*.py` is its own tools/, not the root's
+        "train.py",
+    ], shown.stderr
+    at_root = cli("check", *concise, ".", cwd=tmp_path)
+    # legacy/train.py with the sub-project's target-torch 1.13; its generated/ unread
+    assert at_root.returncode == 1 and _codes(at_root.stdout) == ["legacy/train.py:6:5"]
+    fixed = cli("fix", "--unsafe-fixes", "--no-cache", ".", cwd=tmp_path)
+    assert "+++ b/legacy/train.py" in fixed.stdout and "generated" not in fixed.stdout
+    # --isolated and --config replace every configuration, its exclusions with it
+    isolated = _shown(
+        cli("check", "--show-files", "--isolated", ".", cwd=tmp_path).stdout, tmp_path
+    )
+    assert "legacy/generated/x.py" in isolated and "legacy/tools/x.py" in isolated
+    one = cli("check", "--show-files", "--config", "pyproject.toml", ".", cwd=tmp_path)
+    assert "legacy/generated/x.py" in _shown(one.stdout, tmp_path)
+
+
+def test_a_named_file_a_sub_project_excludes_follows_force_exclude(tmp_path: Path) -> None:
+    _sub_project_with_exclusions(tmp_path)
+    concise = ("--no-cache", "--output-format", "concise")
+    named = ("legacy/generated/x.py", "train.py")
+    # named on the command line, an excluded file is linted (with its own settings)...
+    linted = cli("check", *concise, *named, cwd=tmp_path)
+    assert _codes(linted.stdout) == ["legacy/generated/x.py:6:5"], linted.stderr
+    # ...unless --force-exclude (pre-commit), by the closest configuration above it,
+    # whatever configuration the other named paths share
+    forced = cli("check", *concise, "--force-exclude", *named, cwd=tmp_path)
+    assert forced.returncode == 0 and _codes(forced.stdout) == [], forced.stderr
+    hook = cli("check", "--show-files", "--force-exclude", *named, "legacy/train.py", cwd=tmp_path)
+    assert _shown(hook.stdout, tmp_path) == ["legacy/train.py", "train.py"]
+    alone = cli("check", "--show-files", "--force-exclude", "legacy/generated", cwd=tmp_path)
+    assert alone.stdout.split() == []
+
+
+def test_a_linked_folder_leading_out_of_the_project_gets_the_defaults(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _repository(repo)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.py").write_text(ZERO_GRAD)
+    (repo / "link").symlink_to(outside, target_is_directory=True)
+    concise = ("--no-cache", "--output-format", "concise", "--select", "ACL302")
+    # link/x.py has no configuration above its real folder: the defaults (the latest
+    # torch, no ACL302), where it used to end in a traceback
+    for named, expected in (
+        ((".", "link"), ["legacy/train.py:6:5"]),
+        (("link/x.py", "train.py"), []),
+    ):
+        ran = cli("check", *concise, *named, cwd=repo)
+        assert "Traceback" not in ran.stderr and ran.returncode == (1 if expected else 0)
+        assert _codes(ran.stdout) == expected
+    shown = cli("check", "--show-settings", ".", "link", cwd=repo).stdout
+    assert f"Project root: {outside}" in shown and "link/x.py: every enabled rule" in shown
+
+
+def test_a_sub_project_decides_whether_gitignore_applies_to_its_files(tmp_path: Path) -> None:
+    sub = _repository(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("vendored/\n")
+    with (sub / "pyproject.toml").open("a") as config:
+        config.write("respect-gitignore = false\n")
+    for directory in (tmp_path / "vendored", sub / "vendored"):
+        directory.mkdir()
+        (directory / "v.py").write_text(ZERO_GRAD)
+    shown = cli("check", "--show-files", ".", cwd=tmp_path)
+    assert _shown(shown.stdout, tmp_path) == [
+        "legacy/train.py",
+        "legacy/vendored/v.py",
+        "train.py",
+    ], shown.stderr
+    # --respect-gitignore on the command line is every configuration's
+    forced = cli("check", "--show-files", "--respect-gitignore", ".", cwd=tmp_path)
+    assert _shown(forced.stdout, tmp_path) == ["legacy/train.py", "train.py"]

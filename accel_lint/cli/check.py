@@ -155,7 +155,12 @@ def check(
             fail("--add-noqa needs files, not standard input")
         from accel_lint.lint import NoqaOutcome, add_noqa_paths
 
-        files = discover(shared.paths, shared.settings, force_exclude=force_exclude)
+        files = discover(
+            shared.paths,
+            shared.settings,
+            force_exclude=force_exclude,
+            settings_in=shared.settings_in,
+        )
         warn_if_empty(files, shared.paths)
         files = once_each(files)
         outcome = NoqaOutcome()
@@ -231,7 +236,9 @@ def check(
         stdin_data = read_stdin()
         reports = [lint_bytes(name, stdin_data, settings, with_edits=with_edits)]
     else:
-        files = discover(shared.paths, settings, force_exclude=force_exclude)
+        files = discover(
+            shared.paths, settings, force_exclude=force_exclude, settings_in=shared.settings_in
+        )
         if show_files or show_settings:
             warn_if_empty(files, shared.paths)
             if show_settings:

@@ -17,7 +17,7 @@ from accel_lint.config import (
     ConfigError,
     Selection,
     Settings,
-    find_config,
+    config_in,
     load_settings,
     parse_codes,
 )
@@ -51,13 +51,20 @@ class Common:
     paths: list[str]
     stdin: bool
     stdin_filename: str | None
-    # each file's settings, from the closest configuration above it (hierarchical, as
-    # ruff); None under --config and --isolated, where `settings` serve every file
-    resolve: Callable[[str], Settings] | None = None
+    # the settings of what lies in a directory, from the closest configuration at or
+    # above it (hierarchical, as ruff); None under --config, --isolated and standard
+    # input, where `settings` serve every file
+    settings_in: Callable[[str], Settings] | None = None
+
+    def resolve(self, path: str) -> Settings:
+        """One file's settings: those of the closest configuration above it."""
+        if self.settings_in is None:
+            return self.settings
+        return self.settings_in(os.path.dirname(os.path.abspath(path)))
 
     def groups(self, files: Sequence[str]) -> list[tuple[Settings, list[int]]]:
         """The files (by index) that share one configuration, with its settings."""
-        if self.resolve is None:
+        if self.settings_in is None:
             return [(self.settings, list(range(len(files))))]
         out: dict[Path | None, tuple[Settings, list[int]]] = {}
         for i, path in enumerate(files):
@@ -79,34 +86,61 @@ class Common:
         return [r for _, r in sorted(results, key=lambda pair: pair[0])]
 
 
-def _resolver(base: Settings, load: Callable[[Path], Settings]) -> Callable[[str], Settings]:
-    """Settings per file: those of the closest configuration file above it, each
-    configuration read once, each directory looked up once."""
+def _resolver(
+    base: Settings, load: Callable[[Path | None, Path], Settings]
+) -> Callable[[str], Settings]:
+    """Settings per directory (for the files and directories in it): those of the
+    closest configuration file at or above it, each configuration read once (one
+    `Settings` object each), each directory looked up once. A directory with no
+    configuration above it (a linked folder that leads out of the project) gets the
+    defaults, rooted at it."""
     by_config: dict[Path | None, Settings] = {base.config_file: base}
     by_directory: dict[str, Settings] = {}
+    closest: dict[Path, Path | None] = {}  # by real directory: each one's files read once
+    base_real = base.config_file.resolve() if base.config_file is not None else None
 
-    def resolve(path: str) -> Settings:
-        directory = os.path.dirname(os.path.abspath(path))
+    def find(real: Path) -> Path | None:
+        if real in closest:
+            return closest[real]
+        found = config_in(real)
+        if found is None and real.parent != real:
+            found = find(real.parent)
+        closest[real] = found
+        return found
+
+    def of(found: Path | None, real: Path) -> Settings:
+        if found in by_config:
+            return by_config[found]
+        if found is None:
+            return load(None, real)
+        if base_real is not None and found.resolve() == base_real:
+            by_config[found] = base  # the same file by another path
+        else:
+            by_config[found] = load(found, found.parent)
+        return by_config[found]
+
+    def settings_in(directory: str) -> Settings:
+        directory = os.path.abspath(directory)
         known = by_directory.get(directory)
         if known is not None:
             return known
+        parent = os.path.dirname(directory)
+        above = by_directory.get(parent) if parent != directory else None
         try:
-            found = find_config(Path(directory).resolve())
-            if (
-                found is not None
-                and base.config_file is not None
-                and found.resolve() == base.config_file.resolve()
-            ):
-                found = base.config_file
-            if found not in by_config:
-                assert found is not None
-                by_config[found] = load(found)
+            if above is not None and not os.path.islink(directory):
+                # a folder (not a link) in a folder already looked up, as a walk asks:
+                # its own configuration, else its parent's, without resolving the path
+                here = config_in(Path(directory))
+                known = above if here is None else of(here, Path(directory))
+            else:
+                real = Path(directory).resolve()
+                known = of(find(real), real)
         except ConfigError as exc:
             fail(str(exc))
-        by_directory[directory] = by_config[found]
-        return by_config[found]
+        by_directory[directory] = known
+        return known
 
-    return resolve
+    return settings_in
 
 
 def selection_options(func: Any) -> Any:
@@ -225,10 +259,10 @@ def common(
         settings = load(config_file, anchor)
     except ConfigError as exc:
         fail(str(exc))
-    resolve = None
+    settings_in = None
     if config_file is None and not isolated and not stdin:
-        resolve = _resolver(settings, lambda found: load(found, found.parent))
-    return Common(settings, paths, stdin, stdin_filename, resolve)
+        settings_in = _resolver(settings, load)
+    return Common(settings, paths, stdin, stdin_filename, settings_in)
 
 
 def warn_if_empty(files: Sequence[str], paths: Sequence[str]) -> None:
@@ -289,7 +323,7 @@ def warn(path: str, note: str) -> None:
 
 
 def settings_of(shared: Common, path: str) -> Settings:
-    return shared.settings if shared.resolve is None else shared.resolve(path)
+    return shared.resolve(path)
 
 
 def apply_baseline(

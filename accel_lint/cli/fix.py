@@ -91,7 +91,9 @@ def fix(
     if shared.stdin:
         reports = [fix_bytes(shared.stdin_filename or "-", read_stdin(), settings)]
     else:
-        targets = discover(shared.paths, settings, force_exclude=force_exclude)
+        targets = discover(
+            shared.paths, settings, force_exclude=force_exclude, settings_in=shared.settings_in
+        )
         warn_if_empty(targets, shared.paths)
         targets = once_each(targets)
         reports = shared.each(
@@ -139,7 +141,7 @@ def fix(
             changed_files += 1
             fixed_count += report.applied
     if not shared.stdin and (
-        shared.settings.baseline is not None or shared.resolve is not None
+        shared.settings.baseline is not None or shared.settings_in is not None
     ):  # findings the baseline records do not hold a commit back (the pre-commit hook)
         remaining = apply_baseline(shared, remaining, None, FileLines(), quiet)
     if not quiet:
