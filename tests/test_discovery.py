@@ -110,7 +110,7 @@ def test_extend_inherits_another_file(tmp_path: Path) -> None:
     out = ran.stdout
     assert f"Configuration file: {project / 'pyproject.toml'}" in out
     assert f"Extends: {tmp_path / 'base.toml'}" in out
-    assert "Enabled rules: ACL101, ACL103, ACL104, ACL105\n" in out  # ACL1 but ACL102
+    assert "Enabled rules: ACL101, ACL103, ACL104, ACL105, ACL106\n" in out  # ACL1 but ACL102
     assert "Rule option: ACL101.max-workers = 4" in out
     assert "train.py: every enabled rule" in out and "old.py" not in out
     (tmp_path / "base.toml").write_text('extend = "project/pyproject.toml"\n')
