@@ -305,7 +305,9 @@ class FixReport:
     note: str | None = None  # a warning about how the file was checked
 
 
-def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
+def fix_bytes(path: str, data: bytes, settings: Settings, with_diff: bool = True) -> FixReport:
+    """The file fixed in memory; `with_diff=False` leaves `diff` empty (a count of
+    what the fixes apply needs no diff, nor difflib)."""
     if path.lower().endswith(".ipynb"):
         return _fix_notebook(path, data, settings)
     report = FixReport(path, data)
@@ -339,7 +341,8 @@ def fix_bytes(path: str, data: bytes, settings: Settings) -> FixReport:
         if fixed != data:
             report.fixed = fixed
             report.applied = outcome.applied
-            report.diff = unified_diff(path, source.text, outcome.fixed_text)
+            if with_diff:
+                report.diff = unified_diff(path, source.text, outcome.fixed_text)
     return report
 
 
@@ -421,12 +424,12 @@ def _fix_notebook(path: str, data: bytes, settings: Settings) -> FixReport:
     return report
 
 
-def _fix_file(path: str, settings: Settings) -> FixReport:
+def _fix_file(path: str, settings: Settings, with_diff: bool = True) -> FixReport:
     try:
         data = read_bytes(path)
     except ReadError as exc:
         return FixReport(path, remaining=[parse_error(path, f"cannot read file: {exc}")])
-    return fix_bytes(path, data, settings)
+    return fix_bytes(path, data, settings, with_diff)
 
 
 def _fix_task(path: str) -> FixReport:
@@ -504,7 +507,7 @@ def revealed_by_fixes(
             on_crash=_fix_crashed,
         )
     else:
-        fixed = [_fix_file(p, settings) for p in paths]
+        fixed = [_fix_file(p, settings, with_diff=False) for p in paths]
     return sum(
         max(0, after.applied - sum(1 for d in before.diagnostics if _fixable(d, unsafe)))
         for before, after in zip(todo, fixed)

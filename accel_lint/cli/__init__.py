@@ -10,7 +10,6 @@ file (what pre-commit runs on every commit) never loads the verifier or rich.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import importlib
 import io
@@ -53,6 +52,8 @@ class _LazyGroup(click.Group):
         options (`accel-lint chek` -> "Did you mean 'check'?")."""
         name = args[0] if args else None
         if name is not None and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib  # only for a mistyped command
+
             close = difflib.get_close_matches(name, sorted(_COMMANDS), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             ctx.fail(f"No such command {name!r}.{hint}")
