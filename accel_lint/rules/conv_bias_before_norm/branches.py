@@ -13,6 +13,7 @@ outside the function."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -21,12 +22,18 @@ from accel_lint.names import BindingKind, Scope
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Edge
 
 
-def branch_bias(
-    seen: Collected, edges: list[Edge], others: list[cst.Name]
-) -> tuple[str, str] | None:
-    """(the `bias=` expression, when the norm runs) when every edge lies
-    in one branch of an `if` after the conv's assignment and every other use of the
-    conv (`others`) lies in the other branch."""
+@dataclass(frozen=True)
+class Branch:
+    """The norm follows the conv only on one branch of an `if`."""
+
+    when: str  # when the norm runs, for the message
+    bias: str | None  # the `bias=` expression, or None when the test cannot be moved
+    reason: str = ""  # why not, when `bias` is None
+
+
+def branch_bias(seen: Collected, edges: list[Edge], others: list[cst.Name]) -> Branch | None:
+    """When every edge lies in one branch of an `if` after the conv's assignment and
+    every other use of the conv (`others`) lies in the other branch."""
     holder = edges[0].holder
     binding = holder.binding
     if holder.kind != "name" or binding is None or binding.scope is None or not others:
@@ -47,11 +54,54 @@ def branch_bias(
             positive = False
         else:
             continue
-        if not _stable(stmt.test, binding.scope, block[index + 1 : position]):
-            return None
-        bias = _negated(stmt.test) if positive else _truth(stmt.test)
-        return bias, f"`{code_for(stmt.test)}` is {'true' if positive else 'false'}"
+        return _moved(stmt, positive, binding.scope, block[index + 1 : position])
     return None
+
+
+def listed_branch_bias(seen: Collected, edges: list[Edge], scope: Scope) -> Branch | None:
+    """For edges found in a list of layers extended under `if`s: when the norm
+    follows the conv (built inline or bound to a name) on one branch of one `if`
+    and never otherwise. None when it always does, or when the edges disagree."""
+    whens = {e.when for e in edges}
+    if None in whens or len(whens) != 1:
+        return None
+    when = next(iter(whens))
+    assert when is not None
+    stmt, positive = when
+    # the statement holding the constructor, in the block of the `if`
+    binding = edges[0].holder.binding
+    target: cst.CSTNode | None = binding.node if binding is not None else edges[0].use
+    for body, _, _ in seen.blocks:
+        if stmt not in body:
+            continue
+        position = list(body).index(stmt)
+        for index in range(position):
+            if target is not None and id(target) in _ids(body[index]):
+                return _moved(stmt, positive, scope, body[index + 1 : position])
+    return None
+
+
+def _moved(
+    stmt: cst.If, positive: bool, scope: Scope, between: Sequence[cst.CSTNode]
+) -> Branch | None:
+    """The `bias=` expression that drops the bias exactly when the `if` takes the
+    branch with the norm; None when the test may change between the constructor and
+    the `if`, a Branch without `bias` when it is not a test we can read."""
+    shown, holds = stmt.test, positive
+    if isinstance(shown, cst.UnaryOperation) and isinstance(shown.operator, cst.Not):
+        shown, holds = shown.expression, not holds  # `not plain` is true: `plain` is false
+    when = f"`{code_for(shown)}` is {'true' if holds else 'false'}"
+    if not _simple(stmt.test):
+        return Branch(
+            when,
+            None,
+            f"the test `{code_for(stmt.test)}` is not a name, an attribute or a comparison "
+            "of them that the conv's constructor could read the same",
+        )
+    if not _stable(stmt.test, scope, between):
+        return None
+    bias = _negated(stmt.test) if positive else _truth(stmt.test)
+    return Branch(when, bias)
 
 
 def _statement_of(
@@ -109,8 +159,6 @@ def _root_names(expr: cst.CSTNode) -> set[str]:
 
 def _stable(test: cst.BaseExpression, scope: Scope, between: Sequence[cst.CSTNode]) -> bool:
     """The test reads the same at the conv's constructor as at the `if`."""
-    if not _simple(test):
-        return False
     function = scope.function_scope()
     for name in _root_names(test):
         for binding in scope.lookup(name) or []:

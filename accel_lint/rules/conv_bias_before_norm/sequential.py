@@ -25,7 +25,7 @@ from accel_lint.rules.conv_bias_before_norm.layer_lists import (
     list_is_plain,
     owner_key,
 )
-from accel_lint.rules.conv_bias_before_norm.syntax import Elements, flatten, string
+from accel_lint.rules.conv_bias_before_norm.syntax import Elements, string
 from accel_lint.torch_api import SEQUENTIAL
 
 
@@ -33,7 +33,7 @@ def adjacent_pairs(seen: Collected, facts: FileFacts) -> Iterator[Pair]:
     """Adjacent modules of an `nn.Sequential`, including lists splatted into one."""
     lists: dict[tuple[int, str], ListCandidate] = {}
     for body, scope, cls in seen.blocks:
-        collect_list_contributions(flatten(body), scope, cls, lists)
+        collect_list_contributions(body, scope, cls, lists)
     for call, scope, cls in seen.spelled_calls:
         args = _sequential_args(seen, call, scope, cls)
         if args is None:
@@ -63,7 +63,7 @@ def adjacent_pairs(seen: Collected, facts: FileFacts) -> Iterator[Pair]:
                     elements.append(arg.value)
         for a, b in zip(elements, elements[1:]):
             if a is not None and b is not None:
-                yield a, b, scope, cls
+                yield a, b, scope, cls, None
     for key, candidate in lists.items():
         if candidate.splatted and candidate.pairs and list_is_plain(key, candidate, seen, facts):
             yield from candidate.pairs
