@@ -43,6 +43,9 @@ def test_the_fixed_builders_drop_the_bias_exactly_before_a_norm(flag: bool) -> N
         ns["UNetDown"](3, 8, normalize=flag),
         ns["plain_unless_asked"]([3, 8, 16], plain=flag),
     ]
+    regressor = _bias_matches_the_norm(ns["Regressor"](3, 8, use_bn=flag))
+    # the first conv keeps its bias without the norm; the others always meet one
+    assert regressor == [(not flag, flag), (False, True)] + ([(False, True)] if flag else [])
     for model in built:
         pairs = _bias_matches_the_norm(model)
         assert pairs and all(bias != normed for bias, normed in pairs), pairs
@@ -63,4 +66,8 @@ def test_a_test_the_constructor_cannot_read_gets_a_reason() -> None:
         'the test `opts.get("bn")` is not a name, an attribute or a comparison of them '
         "that the conv's constructor could read the same)"
     )
-    assert [row for row, reason in reasons.items() if reason] == [82]
+    assert reasons[158] == (
+        'the test `opts["bn"]` is not a name, an attribute or a comparison of them '
+        "that the conv's constructor could read the same)"
+    )
+    assert [row for row, reason in reasons.items() if reason] == [82, 158]

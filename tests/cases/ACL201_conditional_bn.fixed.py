@@ -132,3 +132,29 @@ def returned_list(cin, cout, normalize=True):
     if normalize:
         layers.append(nn.BatchNorm2d(cout))
     return layers  # the caller may put anything between them
+
+
+class Regressor(nn.Module):
+    """The norm chosen by a conditional expression right after the conv."""
+
+    def __init__(self, cin, cout, use_bn=True):
+        super().__init__()
+        self.regressor = nn.Sequential(
+            nn.Conv2d(cin, cin, 3, 1, 1, bias=not use_bn),
+            nn.BatchNorm2d(cin) if use_bn else nn.Sequential(),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(cin, cout, 3, 1, 1, bias=False),
+            nn.BatchNorm2d(cout) if use_bn else nn.BatchNorm2d(cout, affine=False),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False) if use_bn else nn.Identity(),
+            nn.BatchNorm2d(cout),
+        )
+
+    def forward(self, x):
+        return self.regressor(x)
+
+
+def chosen_by_a_lookup(cin, cout, opts):
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3),
+        nn.BatchNorm2d(cout) if opts["bn"] else nn.Identity(),
+    )

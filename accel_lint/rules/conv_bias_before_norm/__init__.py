@@ -181,7 +181,7 @@ class ConvBiasBeforeNorm(Rule):
                     continue
                 branch = branch_bias(seen, found, other_uses(seen, found))
             elif only_feeds_norms(seen, found):
-                branch = listed_branch_bias(seen, found, conv.scope)
+                branch = listed_branch_bias(self.facts, found, conv.scope)
             else:
                 branch = None
             if branch is not None:
@@ -221,7 +221,7 @@ class ConvBiasBeforeNorm(Rule):
 def _always(edges: list[Edge]) -> bool:
     """The conv feeds a norm wherever it is: each edge is unconditional, or the norm
     follows it on both branches of its `if`."""
-    taken: dict[cst.If, set[bool]] = {}
+    taken: dict[cst.If | cst.IfExp, set[bool]] = {}
     for edge in edges:
         if edge.when is not None:
             taken.setdefault(edge.when[0], set()).add(edge.when[1])

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from accel_lint.edits import code_for
+from accel_lint.facts import FileFacts
+from accel_lint.facts.tree import Tree
 from accel_lint.names import BindingKind, Scope
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Edge
 
@@ -58,31 +60,37 @@ def branch_bias(seen: Collected, edges: list[Edge], others: list[cst.Name]) -> B
     return None
 
 
-def listed_branch_bias(seen: Collected, edges: list[Edge], scope: Scope) -> Branch | None:
-    """For edges found in a list of layers extended under `if`s: when the norm
-    follows the conv (built inline or bound to a name) on one branch of one `if`
-    and never otherwise. None when it always does, or when the edges disagree."""
+def listed_branch_bias(facts: FileFacts, edges: list[Edge], scope: Scope) -> Branch | None:
+    """For edges found under an `if` (a list of layers extended in its branch) or a
+    conditional expression (`nn.BatchNorm2d(c) if use_bn else nn.Identity()` right
+    after the conv): when the norm follows the conv on one branch of one test and
+    never otherwise. None when the edges disagree."""
     whens = {e.when for e in edges}
     if None in whens or len(whens) != 1:
         return None
     when = next(iter(whens))
     assert when is not None
-    stmt, positive = when
-    # the statement holding the constructor, in the block of the `if`
+    test, positive = when
+    # the statement holding the constructor, before the test's in the same block
+    tree = Tree.of(facts)
     binding = edges[0].holder.binding
-    target: cst.CSTNode | None = binding.node if binding is not None else edges[0].use
-    for body, _, _ in seen.blocks:
-        if stmt not in body:
-            continue
-        position = list(body).index(stmt)
-        for index in range(position):
-            if target is not None and id(target) in _ids(body[index]):
-                return _moved(stmt, positive, scope, body[index + 1 : position])
-    return None
+    built = binding.node if binding is not None else edges[0].use
+    conv = tree.statement_of(built) if built is not None else None
+    tested = tree.statement_of(test)
+    block = tree.parent(tested) if tested is not None else None
+    if conv is None or tested is None or block is None or tree.parent(conv) is not block:
+        return None
+    body = list(getattr(block, "body", ()))
+    if conv not in body or tested not in body:
+        return None
+    first, last = body.index(conv), body.index(tested)
+    if first > last or (first == last and isinstance(test, cst.If)):
+        return None
+    return _moved(test, positive, scope, body[first + 1 : last])
 
 
 def _moved(
-    stmt: cst.If, positive: bool, scope: Scope, between: Sequence[cst.CSTNode]
+    stmt: cst.If | cst.IfExp, positive: bool, scope: Scope, between: Sequence[cst.CSTNode]
 ) -> Branch | None:
     """The `bias=` expression that drops the bias exactly when the `if` takes the
     branch with the norm; None when the test may change between the constructor and

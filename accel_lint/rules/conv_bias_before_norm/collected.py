@@ -47,7 +47,7 @@ class Edge:
     norm_holder: Holder
     # adjacent only on one branch of an `if` (the `if`, True for its body) in a list
     # of layers; None when always
-    when: tuple[cst.If, bool] | None = None
+    when: tuple[cst.If | cst.IfExp, bool] | None = None
 
 
 @dataclass(eq=False)

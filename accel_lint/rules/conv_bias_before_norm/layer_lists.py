@@ -17,8 +17,9 @@ from accel_lint.names import Scope
 from accel_lint.rules.conv_bias_before_norm.collected import Collected
 from accel_lint.rules.conv_bias_before_norm.syntax import Elements, single_positional
 
-# the branch of an `if` on which a pair is adjacent (the `if`, and True for its body)
-When = Union[tuple[cst.If, bool], None]
+# the branch of an `if` (or of `a if test else b`) on which a pair is adjacent (the
+# test's node, and True for its body); None for always
+When = Union[tuple[Union[cst.If, cst.IfExp], bool], None]
 # (earlier module, the module right after it, scope, class, on which branch or always)
 Pair = tuple[cst.BaseExpression, cst.BaseExpression, Scope, Union[cst.ClassDef, None], When]
 
@@ -74,7 +75,7 @@ def _add_pairs(
     """Pairs of `elements` in order, and of each tail with the first of them (on the
     tail's branch, or on `when` for a tail that ends the list whenever it is there)."""
     pairs: list[tuple[cst.BaseExpression | None, cst.BaseExpression | None, When]] = [
-        (a, b, None) for a, b in zip(elements, elements[1:])
+        (a, b, w) for x, y in zip(elements, elements[1:]) for a, b, w in choices(x, y)
     ]
     if elements:
         for tail, tail_when in tails:
@@ -83,6 +84,19 @@ def _add_pairs(
     candidate.pairs.extend(
         (a, b, scope, cls, w) for a, b, w in pairs if a is not None and b is not None
     )
+
+
+def choices(
+    a: cst.BaseExpression | None, b: cst.BaseExpression | None
+) -> list[tuple[cst.BaseExpression | None, cst.BaseExpression | None, When]]:
+    """Neighbours `a`, `b`, with a conditional expression opened: a conv that is
+    one branch of `a` is followed by `b` whenever it is built; one branch of `b`
+    follows `a` on that branch only."""
+    if isinstance(a, cst.IfExp):
+        return [(a.body, b, None), (a.orelse, b, None)]
+    if isinstance(b, cst.IfExp):
+        return [(a, b.body, (b, True)), (a, b.orelse, (b, False))]
+    return [(a, b, None)]
 
 
 def _collect_if(

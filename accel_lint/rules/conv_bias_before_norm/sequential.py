@@ -21,6 +21,7 @@ from accel_lint.rules.conv_bias_before_norm.collected import Collected
 from accel_lint.rules.conv_bias_before_norm.layer_lists import (
     ListCandidate,
     Pair,
+    choices,
     collect_list_contributions,
     list_is_plain,
     owner_key,
@@ -61,9 +62,10 @@ def adjacent_pairs(seen: Collected, facts: FileFacts) -> Iterator[Pair]:
                             candidate.allowed_refs.add(arg.value)
                 else:
                     elements.append(arg.value)
-        for a, b in zip(elements, elements[1:]):
-            if a is not None and b is not None:
-                yield a, b, scope, cls, None
+        for x, y in zip(elements, elements[1:]):
+            for a, b, when in choices(x, y):
+                if a is not None and b is not None:
+                    yield a, b, scope, cls, when
     for key, candidate in lists.items():
         if candidate.splatted and candidate.pairs and list_is_plain(key, candidate, seen, facts):
             yield from candidate.pairs
