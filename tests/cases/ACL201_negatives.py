@@ -39,13 +39,6 @@ def reordered():
     return nn.Sequential(*layers)
 
 
-def optional_norm(use_norm):
-    layers = [nn.Conv2d(3, 8, 3)]
-    if use_norm:
-        layers.append(nn.BatchNorm2d(8))
-    return nn.Sequential(*layers)
-
-
 def not_a_sequential():
     layers = [nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)]
     return nn.ModuleList(layers)

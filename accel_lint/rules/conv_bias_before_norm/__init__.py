@@ -17,7 +17,11 @@ import libcst as cst
 from accel_lint.edits import code_for
 from accel_lint.rule import Equivalence, FixSafety, Rule, Verification
 from accel_lint.rules.conv_bias_before_norm.bias_reads import bias_read_blockers
-from accel_lint.rules.conv_bias_before_norm.branches import branch_bias
+from accel_lint.rules.conv_bias_before_norm.branches import (
+    Branch,
+    branch_bias,
+    listed_branch_bias,
+)
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Ctor, Edge
 from accel_lint.rules.conv_bias_before_norm.fix import bias_fix
 from accel_lint.rules.conv_bias_before_norm.flow import feeding_edges
@@ -170,30 +174,39 @@ class ConvBiasBeforeNorm(Rule):
         blockers, blocks_all = bias_read_blockers(seen, self.facts)
         for ctor_call, found in edges.items():
             blocker = blockers.get(ctor_call) or blocks_all
-            if only_feeds_norms(seen, found):
-                self._check(seen.ctors[ctor_call], found[0], blocker)
-                continue
-            branch = branch_bias(seen, found, other_uses(seen, found))
+            conv = seen.ctors[ctor_call]
+            if _always(found):
+                if only_feeds_norms(seen, found):
+                    self._check(conv, found[0], blocker)
+                    continue
+                branch = branch_bias(seen, found, other_uses(seen, found))
+            elif only_feeds_norms(seen, found):
+                branch = listed_branch_bias(self.facts, found, conv.scope)
+            else:
+                branch = None
             if branch is not None:
-                self._check(seen.ctors[ctor_call], found[0], blocker, branch)
+                self._check(conv, found[0], blocker, branch)
 
     def _check(
         self,
         conv: Ctor,
         edge: Edge,
         blocker: cst.Attribute | None,
-        branch: tuple[str, str] | None = None,
+        branch: Branch | None = None,
     ) -> None:
-        """Report the conv; with `branch` (the `bias=` expression, and when the norm
-        runs) the norm only follows it on one branch of an `if`."""
-        fix = bias_fix(conv, self.facts, branch[0] if branch else "False")
+        """Report the conv; with `branch` the norm only follows it on one branch of an
+        `if`."""
+        fix = bias_fix(conv, self.facts, branch.bias or "False" if branch else "False")
         if fix is None:
             return
-        when = f" when {branch[1]}" if branch else ""
+        when = f" when {branch.when}" if branch else ""
         message = (
             f"`{conv.cls}` has a bias, but its output goes straight into `{edge.norm.cls}`{when}, "
             "whose mean subtraction cancels it: the bias is wasted computation and memory"
         )
+        if branch is not None and branch.bias is None:
+            self.report(conv.call, message, no_fix_reason=branch.reason)
+            return
         if blocker is not None:
             self.report(
                 conv.call,
@@ -203,3 +216,13 @@ class ConvBiasBeforeNorm(Rule):
             )
             return
         self.report(conv.call, message, fix)
+
+
+def _always(edges: list[Edge]) -> bool:
+    """The conv feeds a norm wherever it is: each edge is unconditional, or the norm
+    follows it on both branches of its `if`."""
+    taken: dict[cst.If | cst.IfExp, set[bool]] = {}
+    for edge in edges:
+        if edge.when is not None:
+            taken.setdefault(edge.when[0], set()).add(edge.when[1])
+    return all(len(sides) == 2 for sides in taken.values())

@@ -13,20 +13,29 @@ outside the function."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
 from accel_lint.edits import code_for
+from accel_lint.facts import FileFacts
+from accel_lint.facts.tree import Tree
 from accel_lint.names import BindingKind, Scope
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Edge
 
 
-def branch_bias(
-    seen: Collected, edges: list[Edge], others: list[cst.Name]
-) -> tuple[str, str] | None:
-    """(the `bias=` expression, when the norm runs) when every edge lies
-    in one branch of an `if` after the conv's assignment and every other use of the
-    conv (`others`) lies in the other branch."""
+@dataclass(frozen=True)
+class Branch:
+    """The norm follows the conv only on one branch of an `if`."""
+
+    when: str  # when the norm runs, for the message
+    bias: str | None  # the `bias=` expression, or None when the test cannot be moved
+    reason: str = ""  # why not, when `bias` is None
+
+
+def branch_bias(seen: Collected, edges: list[Edge], others: list[cst.Name]) -> Branch | None:
+    """When every edge lies in one branch of an `if` after the conv's assignment and
+    every other use of the conv (`others`) lies in the other branch."""
     holder = edges[0].holder
     binding = holder.binding
     if holder.kind != "name" or binding is None or binding.scope is None or not others:
@@ -47,11 +56,60 @@ def branch_bias(
             positive = False
         else:
             continue
-        if not _stable(stmt.test, binding.scope, block[index + 1 : position]):
-            return None
-        bias = _negated(stmt.test) if positive else _truth(stmt.test)
-        return bias, f"`{code_for(stmt.test)}` is {'true' if positive else 'false'}"
+        return _moved(stmt, positive, binding.scope, block[index + 1 : position])
     return None
+
+
+def listed_branch_bias(facts: FileFacts, edges: list[Edge], scope: Scope) -> Branch | None:
+    """For edges found under an `if` (a list of layers extended in its branch) or a
+    conditional expression (`nn.BatchNorm2d(c) if use_bn else nn.Identity()` right
+    after the conv): when the norm follows the conv on one branch of one test and
+    never otherwise. None when the edges disagree."""
+    whens = {e.when for e in edges}
+    if None in whens or len(whens) != 1:
+        return None
+    when = next(iter(whens))
+    assert when is not None
+    test, positive = when
+    # the statement holding the constructor, before the test's in the same block
+    tree = Tree.of(facts)
+    binding = edges[0].holder.binding
+    built = binding.node if binding is not None else edges[0].use
+    conv = tree.statement_of(built) if built is not None else None
+    tested = tree.statement_of(test)
+    block = tree.parent(tested) if tested is not None else None
+    if conv is None or tested is None or block is None or tree.parent(conv) is not block:
+        return None
+    body = list(getattr(block, "body", ()))
+    if conv not in body or tested not in body:
+        return None
+    first, last = body.index(conv), body.index(tested)
+    if first > last or (first == last and isinstance(test, cst.If)):
+        return None
+    return _moved(test, positive, scope, body[first + 1 : last])
+
+
+def _moved(
+    stmt: cst.If | cst.IfExp, positive: bool, scope: Scope, between: Sequence[cst.CSTNode]
+) -> Branch | None:
+    """The `bias=` expression that drops the bias exactly when the `if` takes the
+    branch with the norm; None when the test may change between the constructor and
+    the `if`, a Branch without `bias` when it is not a test we can read."""
+    shown, holds = stmt.test, positive
+    if isinstance(shown, cst.UnaryOperation) and isinstance(shown.operator, cst.Not):
+        shown, holds = shown.expression, not holds  # `not plain` is true: `plain` is false
+    when = f"`{code_for(shown)}` is {'true' if holds else 'false'}"
+    if not _simple(stmt.test):
+        return Branch(
+            when,
+            None,
+            f"the test `{code_for(stmt.test)}` is not a name, an attribute or a comparison "
+            "of them that the conv's constructor could read the same",
+        )
+    if not _stable(stmt.test, scope, between):
+        return None
+    bias = _negated(stmt.test) if positive else _truth(stmt.test)
+    return Branch(when, bias)
 
 
 def _statement_of(
@@ -109,8 +167,6 @@ def _root_names(expr: cst.CSTNode) -> set[str]:
 
 def _stable(test: cst.BaseExpression, scope: Scope, between: Sequence[cst.CSTNode]) -> bool:
     """The test reads the same at the conv's constructor as at the `if`."""
-    if not _simple(test):
-        return False
     function = scope.function_scope()
     for name in _root_names(test):
         for binding in scope.lookup(name) or []:

@@ -45,6 +45,9 @@ class Edge:
     holder: Holder
     norm: Ctor
     norm_holder: Holder
+    # adjacent only on one branch of an `if` (the `if`, True for its body) in a list
+    # of layers; None when always
+    when: tuple[cst.If | cst.IfExp, bool] | None = None
 
 
 @dataclass(eq=False)

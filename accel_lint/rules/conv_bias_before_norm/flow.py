@@ -13,6 +13,7 @@ import libcst as cst
 from accel_lint.facts import FileFacts
 from accel_lint.names import Scope
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Edge
+from accel_lint.rules.conv_bias_before_norm.layer_lists import When
 from accel_lint.rules.conv_bias_before_norm.sequential import adjacent_pairs
 from accel_lint.rules.conv_bias_before_norm.syntax import flatten, single_positional
 
@@ -20,8 +21,8 @@ from accel_lint.rules.conv_bias_before_norm.syntax import flatten, single_positi
 def feeding_edges(seen: Collected, facts: FileFacts) -> dict[cst.Call, list[Edge]]:
     """Every place a conv feeds a norm, by the conv's constructor call."""
     edges: dict[cst.Call, list[Edge]] = {}
-    for a, b, scope, cls in adjacent_pairs(seen, facts):
-        _add_edge(seen, edges, a, b, scope, cls)
+    for a, b, scope, cls, when in adjacent_pairs(seen, facts):
+        _add_edge(seen, edges, a, b, scope, cls, when=when)
     for conv_call, norm_func, scope, cls in _applications(seen):
         _add_edge(seen, edges, conv_call, norm_func, scope, cls, called=True)
     return edges
@@ -36,6 +37,7 @@ def _add_edge(
     cls: cst.ClassDef | None,
     *,
     called: bool = False,
+    when: When = None,
 ) -> None:
     """`conv_expr` feeds `norm_expr`. With `called`, `conv_expr` is the call of the conv."""
     use = conv_expr.func if called and isinstance(conv_expr, cst.Call) else conv_expr
@@ -45,7 +47,7 @@ def _add_edge(
     conv = seen.resolve(use, scope, cls)
     if conv is None or not conv[0].conv:
         return
-    edges.setdefault(conv[0].call, []).append(Edge(use, conv[1], norm[0], norm[1]))
+    edges.setdefault(conv[0].call, []).append(Edge(use, conv[1], norm[0], norm[1], when))
 
 
 def _applications(

@@ -21,11 +21,12 @@ from accel_lint.rules.conv_bias_before_norm.collected import Collected
 from accel_lint.rules.conv_bias_before_norm.layer_lists import (
     ListCandidate,
     Pair,
+    choices,
     collect_list_contributions,
     list_is_plain,
     owner_key,
 )
-from accel_lint.rules.conv_bias_before_norm.syntax import Elements, flatten, string
+from accel_lint.rules.conv_bias_before_norm.syntax import Elements, string
 from accel_lint.torch_api import SEQUENTIAL
 
 
@@ -33,7 +34,7 @@ def adjacent_pairs(seen: Collected, facts: FileFacts) -> Iterator[Pair]:
     """Adjacent modules of an `nn.Sequential`, including lists splatted into one."""
     lists: dict[tuple[int, str], ListCandidate] = {}
     for body, scope, cls in seen.blocks:
-        collect_list_contributions(flatten(body), scope, cls, lists)
+        collect_list_contributions(body, scope, cls, lists)
     for call, scope, cls in seen.spelled_calls:
         args = _sequential_args(seen, call, scope, cls)
         if args is None:
@@ -61,9 +62,10 @@ def adjacent_pairs(seen: Collected, facts: FileFacts) -> Iterator[Pair]:
                             candidate.allowed_refs.add(arg.value)
                 else:
                     elements.append(arg.value)
-        for a, b in zip(elements, elements[1:]):
-            if a is not None and b is not None:
-                yield a, b, scope, cls
+        for x, y in zip(elements, elements[1:]):
+            for a, b, when in choices(x, y):
+                if a is not None and b is not None:
+                    yield a, b, scope, cls, when
     for key, candidate in lists.items():
         if candidate.splatted and candidate.pairs and list_is_plain(key, candidate, seen, facts):
             yield from candidate.pairs
