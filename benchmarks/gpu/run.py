@@ -214,10 +214,15 @@ def run_workload(
     repeat: int,
     share: float | None = None,
 ) -> dict[str, Any]:
-    """Verify one workload; `share`: the wall-clock seconds it may take."""
+    """Verify one workload; `share`: the wall-clock seconds it may take (verify's own
+    per-run `--timeout` takes whole seconds from 1: the share is enforced here)."""
     if share is not None:
         mode = Mode(
-            mode.device, mode.script_args, mode.steps, mode.repeat, min(mode.timeout, share)
+            mode.device,
+            mode.script_args,
+            mode.steps,
+            mode.repeat,
+            min(mode.timeout, max(share, 1.0)),
         )
     command = verify_command(python, workload, mode, out, steps, repeat)
     started = time.perf_counter()
