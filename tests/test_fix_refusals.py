@@ -36,15 +36,15 @@ def test_acl104_no_fix_for_a_loader_iterated_twice_at_once() -> None:
         "single iterator, so the inner read would use up the outer loop's batches"
     )
     assert _reasons("ACL104_iterated_twice", "ACL104") == [
-        (11, None),  # the labelled loader, read once at a time: fixed
+        (13, None),  # the labelled loader, read once at a time: fixed
         (
-            12,
+            14,
             "the loop reads this loader twice at once (`zip(labelled, unlabelled, "
             "unlabelled)`): a persistent loader hands out a single iterator, so the two "
             "would share it and each epoch would run half the steps",
         ),
-        (22, shared),
-        (37, shared),
+        (24, shared),
+        (39, shared),
     ]
 
 
