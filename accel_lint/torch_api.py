@@ -502,6 +502,7 @@ BCE_LOSS = frozenset(
 BCE_FUNCTION = frozenset({"torch.nn.functional.binary_cross_entropy"})
 BCE_WITH_LOGITS = "torch.nn.functional.binary_cross_entropy_with_logits"
 SIGMOID = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
+SIGMOID_MODULE = _spellings((*_NN, "torch.nn.modules.activation"), ("Sigmoid",))
 
 # the TF32 switches: legacy booleans and, from torch 2.9, the `fp32_precision` strings
 TF32_LEGACY_MATMUL = "torch.backends.cuda.matmul.allow_tf32"

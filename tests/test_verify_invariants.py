@@ -358,3 +358,59 @@ def test_bce_under_autocast_holds_where_the_original_raises(tmp_path: Path) -> N
         "the original raised RuntimeError: torch.nn.functional.binary_cross_entropy and "
         "torch.nn.BCELoss are unsafe to autocast.; the fixed script ran 3 steps"
     )
+
+
+BCE_ON_SIGMOID_MODEL = """
+import torch
+from torch import nn
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1), nn.Sigmoid())
+
+    def forward(self, x):
+        return self.body(x)
+
+
+torch.manual_seed(0)
+model = Classifier()
+criterion = nn.BCELoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i in range(10):
+    x, y = torch.randn(8, 4), torch.rand(8, 1)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = criterion(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.slow
+def test_bce_on_a_sigmoid_model_is_judged_as_the_rule_says(tmp_path: Path) -> None:
+    # the fix drops the model's nn.Sigmoid: its losses on logits are checked the same way
+    fixed_text = _fixed_by("ACL321", BCE_ON_SIGMOID_MODEL)
+    assert "nn.Linear(8, 1))" in fixed_text
+    assert "nn.functional.binary_cross_entropy_with_logits(model(x), y)" in fixed_text
+    original, fixed = _runs(tmp_path, BCE_ON_SIGMOID_MODEL, fixed_text)
+    assert original.ok and fixed.ok, (original.message, fixed.message)
+    verdict = JUDGES[Invariant.RAISES_THEN_CLOSE].judge(original, fixed)
+    assert verdict.verdict == cmp.NOT_VERIFIABLE
+    assert verdict.notes[0] == (
+        "3 loss(es) on logits within 0.0001 of binary cross-entropy on the sigmoid in float64"
+    )
+    assert verdict.notes[1].startswith("the fixed losses are within ")
+    # where CUDA autocast refuses the original (raised by hand here), the fix holds
+    refused = BCE_ON_SIGMOID_MODEL.replace(
+        "        loss = criterion(",
+        '        raise RuntimeError("torch.nn.functional.binary_cross_entropy and '
+        'torch.nn.BCELoss are unsafe to autocast.")\n'
+        "        loss = criterion(",
+    )
+    (tmp_path / "refused").mkdir()
+    original, fixed = _runs(tmp_path / "refused", refused, fixed_text)
+    assert original.status == "crashed" and fixed.ok, (original.message, fixed.message)
+    verdict = JUDGES[Invariant.RAISES_THEN_CLOSE].judge(original, fixed)
+    assert verdict.holds, verdict.reason

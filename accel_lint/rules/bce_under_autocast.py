@@ -6,6 +6,9 @@ in a function decorated with one, or in a function of the file every call of whi
 is inside one; an inner `with autocast(enabled=False)` turns it off again. The fix
 applies when the loss's input is `torch.sigmoid(x)` / `x.sigmoid()`: the loss on the
 logits `x` with `binary_cross_entropy_with_logits`, which autocast runs in float32.
+It applies too when the input is the output of a model of the file whose last layer
+is an `nn.Sigmoid` (of an `nn.Sequential`, or the last call of the class's
+`forward`), used nowhere else: the layer is dropped with the sigmoid.
 """
 
 from __future__ import annotations
@@ -17,11 +20,47 @@ from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite
 from accel_lint.facts.literals import string_value
 from accel_lint.facts.precision import Precision
-from accel_lint.names import Scope, resolves_to, spelling_for
-from accel_lint.rule import Equivalence, Fix, FixSafety, Invariant, Rule, Verification
-from accel_lint.torch_api import BCE_FUNCTION, BCE_LOSS, BCE_WITH_LOGITS, SIGMOID
+from accel_lint.facts.tree import Tree
+from accel_lint.names import Binding, BindingKind, Scope, resolves_to, single_binding, spelling_for
+from accel_lint.rule import (
+    Equivalence,
+    Fix,
+    FixSafety,
+    Invariant,
+    Replacement,
+    Rule,
+    Verification,
+)
+from accel_lint.torch_api import (
+    BCE_FUNCTION,
+    BCE_LOSS,
+    BCE_WITH_LOGITS,
+    SEQUENTIAL,
+    SIGMOID,
+    SIGMOID_MODULE,
+)
 
 _MAX_DEPTH = 3
+# methods of a model that do not run its forward (its output is not seen through them)
+_SAFE_METHODS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "train",
+        "eval",
+        "zero_grad",
+        "state_dict",
+        "load_state_dict",
+        "cuda",
+        "to",
+        "float",
+        "half",
+        "bfloat16",
+        "requires_grad_",
+    }
+)
+# the chain a model's construction may end in: `Net().cuda()`, `Net().to(device)`
+_MOVES = frozenset({"cuda", "to", "float", "train"})
 
 
 class BceUnderAutocast(Rule):
@@ -123,11 +162,17 @@ class BceUnderAutocast(Rule):
         if not args or args[0].keyword is not None or args[0].star:
             return "the loss's input is not its first positional argument"
         logits = self._logits(args[0].value, site.scope)
+        dropped: dict[cst.CSTNode, Replacement] = {}
         if logits is None:
-            return (
-                "the input is not `torch.sigmoid(<logits>)`: compute the loss from the "
-                "logits with `binary_cross_entropy_with_logits`, or outside autocast"
-            )
+            layer = _SigmoidLayer(self, args[0].value, site.scope).plan()
+            if isinstance(layer, str):
+                return layer
+            if layer is None:
+                return (
+                    "the input is not `torch.sigmoid(<logits>)`: compute the loss from the "
+                    "logits with `binary_cross_entropy_with_logits`, or outside autocast"
+                )
+            logits, dropped = args[0].value, layer
         extra: list[cst.Arg] = []
         if built is True:
             return "the criterion is built in more than one place"
@@ -144,6 +189,13 @@ class BceUnderAutocast(Rule):
             space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
             arguments = [*(a.with_changes(comma=space) for a in arguments), *extra]
         new = call.with_changes(func=cst.parse_expression(spelled), args=arguments)
+        if dropped:
+            return Fix(
+                "Drop the model's last `nn.Sigmoid` and compute the loss from its logits: "
+                f"`{spelled}({code_for(logits)}, ...)`",
+                {call: new, **dropped},
+                (needed,) if needed else (),
+            )
         return Fix(
             f"Compute the loss from the logits: `{spelled}({code_for(logits)}, ...)`",
             {call: new},
@@ -174,3 +226,221 @@ class BceUnderAutocast(Rule):
                 return None
             out.append(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
         return out
+
+
+class _SigmoidLayer:
+    """The loss's input as the output of a model of the file whose last layer is an
+    `nn.Sigmoid`: `model(x)`, or a name bound once to it. `plan()` gives the edits that
+    drop that layer; None when the input is no such output, a reason when it is but the
+    layer cannot be dropped (the model's probabilities are needed elsewhere)."""
+
+    def __init__(self, rule: BceUnderAutocast, expr: cst.BaseExpression, scope: Scope) -> None:
+        self.facts = rule.facts
+        self.calls = rule._calls
+        self.expr = expr
+        self.scope = scope
+        self.tree = Tree.of(rule.facts)
+
+    def plan(self) -> dict[cst.CSTNode, Replacement] | str | None:
+        found = self._model_call()
+        if found is None:
+            return None
+        call, output = found
+        if not isinstance(call.func, cst.Name):
+            return None
+        model = single_binding(call.func, self.scope)
+        if model is None or model.kind is not BindingKind.LOCAL or model.value is None:
+            return None
+        built = model.value
+        while (
+            isinstance(built, cst.Call)
+            and isinstance(built.func, cst.Attribute)
+            and built.func.attr.value in _MOVES
+        ):
+            built = built.func.value
+        if not isinstance(built, cst.Call):
+            return None
+        model_scope = model.scope or self.scope
+        edits = self._layer(built, model_scope)
+        if edits is None or isinstance(edits, str):
+            return edits
+        if output is not None and not self._only_use(output, self.expr):
+            return (
+                "the model's last layer is an `nn.Sigmoid`, but its output is used outside "
+                "the loss too (a threshold, a metric, returned), where the probabilities are "
+                "needed: drop the layer and apply `torch.sigmoid` there by hand"
+            )
+        if not self._only_use(model, call.func, methods=True):
+            return (
+                "the model's last layer is an `nn.Sigmoid`, but the model is used elsewhere "
+                "too (called again, passed on, returned), where its probabilities may be needed"
+            )
+        return edits
+
+    def _model_call(self) -> tuple[cst.Call, Binding | None] | None:
+        """The `model(x)` call, and the binding of the name it reaches the loss through."""
+        if isinstance(self.expr, cst.Call):
+            return self.expr, None
+        if isinstance(self.expr, cst.Name):
+            output = single_binding(self.expr, self.scope)
+            if (
+                output is not None
+                and output.kind is BindingKind.LOCAL
+                and isinstance(output.value, cst.Call)
+            ):
+                return output.value, output
+        return None
+
+    def _only_use(self, binding: Binding, expected: cst.CSTNode, methods: bool = False) -> bool:
+        """Every read of `binding` is `expected` (or, for a model, a call of a method that
+        does not run it)."""
+        for node, _ in self.tree.references(binding):
+            if node is expected:
+                continue
+            parent = self.tree.parent(node)
+            if isinstance(parent, cst.AssignTarget):
+                continue  # the binding itself: the name is bound once
+            if methods and isinstance(parent, cst.Attribute) and parent.value is node:
+                above = self.tree.parent(parent)
+                if (
+                    parent.attr.value in _SAFE_METHODS
+                    and isinstance(above, cst.Call)
+                    and above.func is parent
+                ):
+                    continue
+            return False
+        return True
+
+    # -- the last layer ----------------------------------------------------------------
+
+    def _layer(self, built: cst.Call, scope: Scope) -> dict[cst.CSTNode, Replacement] | str | None:
+        if resolves_to(built.func, scope, SEQUENTIAL):
+            return self._sequential(built, scope)
+        if not isinstance(built.func, cst.Name):
+            return None
+        binding = single_binding(built.func, scope)
+        if binding is None or not isinstance(binding.node, cst.ClassDef):
+            return None
+        cls = binding.node
+        for base in cls.bases:
+            if isinstance(base.value, cst.Name):
+                bound = single_binding(base.value, binding.scope or scope)
+                if bound is None or isinstance(bound.node, cst.ClassDef):
+                    return None  # a base of the file's: its methods may run the model
+        forward = self._forward(cls)
+        if forward is None:
+            return None
+        last = self._returned(forward)
+        if last is None:
+            return None
+        edits = self._last_call(last, cls)
+        if edits is None:
+            return edits
+        for node, _ in self.tree.references(binding):
+            if node is not built.func:
+                return (
+                    f"the model's class `{cls.name.value}` ends in an `nn.Sigmoid`, but the "
+                    "class is used elsewhere too (built again, a base), where its "
+                    "probabilities may be needed"
+                )
+        if self._runs_itself(cls):
+            return (
+                f"the model's class `{cls.name.value}` ends in an `nn.Sigmoid`, but its own "
+                "methods run it (`self(...)`, `.forward`), where its probabilities may be needed"
+            )
+        return edits
+
+    def _sequential(self, seq: cst.Call, scope: Scope) -> dict[cst.CSTNode, Replacement] | None:
+        args = list(seq.args)
+        if len(args) < 2 or any(a.keyword is not None or a.star for a in args):
+            return None
+        last = args[-1].value
+        if not (isinstance(last, cst.Call) and not last.args):
+            return None
+        if not resolves_to(last.func, scope, SIGMOID_MODULE):
+            return None
+        kept = [*args[:-2], args[-2].with_changes(comma=args[-1].comma)]
+        return {seq: seq.with_changes(args=kept)}
+
+    def _forward(self, cls: cst.ClassDef) -> cst.FunctionDef | None:
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+        found = [s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"]
+        if len(found) != 1 or found[0].decorators:
+            return None
+        return found[0]
+
+    def _returned(self, forward: cst.FunctionDef) -> cst.Call | None:
+        """The call `forward` returns, when it ends in its only `return <call>`."""
+        body = forward.body.body if isinstance(forward.body, cst.IndentedBlock) else ()
+        if not body or not isinstance(body[-1], cst.SimpleStatementLine):
+            return None
+        line = body[-1].body
+        if len(line) != 1 or not isinstance(line[0], cst.Return):
+            return None
+        value = line[0].value
+        returns = [
+            s
+            for s in body[:-1]
+            if isinstance(s, cst.SimpleStatementLine)
+            and any(isinstance(x, cst.Return) for x in s.body)
+        ]
+        if returns or any(not isinstance(s, cst.SimpleStatementLine) for s in body):
+            return None  # an early return or a branch: the last call is not the only way out
+        return value if isinstance(value, cst.Call) else None
+
+    def _last_call(
+        self, last: cst.Call, cls: cst.ClassDef
+    ) -> dict[cst.CSTNode, Replacement] | None:
+        scope = self._scope_in(last, self.facts.module_scope)
+        func = last.func
+        one_arg = len(last.args) == 1 and last.args[0].keyword is None and not last.args[0].star
+        if resolves_to(func, scope, SIGMOID):
+            return {last: last.args[0].value} if one_arg else None
+        if isinstance(func, cst.Attribute) and func.attr.value == "sigmoid" and not last.args:
+            return {last: func.value}
+        if not (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and one_arg
+        ):
+            return None
+        attr = func.attr.value
+        assigned = [
+            a
+            for a in self.facts.attribute_assignments.get(attr, [])
+            if a.receiver == "self" and a.class_def is cls
+        ]
+        if len(assigned) != 1 or not isinstance(assigned[0].value, cst.Call):
+            return None
+        value = assigned[0].value
+        for node, _ in self.facts.attributes_named(attr):
+            if node is func or cls not in self.tree.ancestors(node):
+                continue
+            if not isinstance(self.tree.parent(node), cst.AssignTarget):
+                return None  # the layer is read elsewhere in the class
+        if resolves_to(value.func, assigned[0].scope, SEQUENTIAL):
+            return self._sequential(value, assigned[0].scope)
+        if resolves_to(value.func, assigned[0].scope, SIGMOID_MODULE) and not value.args:
+            return {last: last.args[0].value}
+        return None
+
+    def _scope_in(self, node: cst.CSTNode, scope: Scope) -> Scope:
+        for ancestor in self.tree.ancestors(node):
+            found = self.facts.scope_of.get(ancestor)
+            if found is not None:
+                return found
+        return scope
+
+    def _runs_itself(self, cls: cst.ClassDef) -> bool:
+        if self.facts.attributes_named("forward"):
+            return True
+        for site in self.facts.calls:
+            func = site.node.func
+            if (
+                isinstance(func, cst.Name)
+                and func.value == "self"
+                and self.calls.class_of(site.function) is cls
+            ):
+                return True
+        return False
