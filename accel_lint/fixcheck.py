@@ -386,11 +386,15 @@ def read_later(
         for stmt, _ in statements
         if isinstance(stmt, _LOOPS) and stmt.lineno < start and end <= (stmt.end_lineno or 0)
     ]
-    # rebindings after the deleted lines: a read they always precede sees them instead
+    # rebindings after the deleted lines, or anywhere in a loop around them: a read
+    # they always precede sees them instead (`for group in ...: group["lr"] = ...`
+    # earlier in the epoch loop reads its own `group`, not the deleted loop's)
     rebinds = [
         (_header_end(stmt), chain)
         for stmt, chain in statements
-        if stmt.lineno > end and not gone(stmt.lineno) and _binds_name(stmt, name)
+        if (stmt.lineno > end or any(a < stmt.lineno <= b for a, b in loops))
+        and not gone(stmt.lineno)
+        and _binds_name(stmt, name)
     ]
 
     def covered(line: int, chain: tuple[int, ...]) -> bool:

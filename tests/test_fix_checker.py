@@ -10,6 +10,7 @@ notebooks), the JSON output's edits and the language server's code actions.
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -18,7 +19,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from accel_lint import engine, fixer, server
+from accel_lint import engine, fixcheck, fixer, server
 from accel_lint.edits import code_for
 from accel_lint.engine import analyze, diagnostics
 from accel_lint.fixer import fix_source
@@ -290,3 +291,36 @@ def test_a_file_this_python_cannot_compile_gets_no_fix() -> None:
             "for names it would leave undefined",
         )
     ]
+
+
+EPOCHS = """\
+def train(optimizer, batches, update):
+    for epoch in range(3):
+        for group in optimizer.param_groups:
+            group["lr"] = 0.1 / (epoch + 1)
+        for batch in batches:
+            if update:
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        p.grad = None
+    print(group)
+"""
+
+
+def test_a_read_in_the_loop_around_a_deletion_that_its_own_loop_binds_first() -> None:
+    """Deleting the inner zeroing loop (lines 7-9, ACL301's fix) leaves line 4's
+    `group` read after line 3 binds it in every iteration; line 10's read after the
+    epoch loop still depends on the deleted binding when the first loop is empty."""
+    inside = fixcheck.Deletion("group", (7, 9))
+    assert fixcheck.read_later(ast.parse(EPOCHS), inside, [])
+    without_print = ast.parse(EPOCHS.replace("    print(group)\n", ""))
+    assert not fixcheck.read_later(without_print, inside, [])
+    # a read before the deletion in the loop, not preceded by its own binding
+    unbound = ast.parse(
+        EPOCHS.replace(
+            "        for group in optimizer.param_groups:\n"
+            '            group["lr"] = 0.1 / (epoch + 1)\n',
+            "        print(group)\n",
+        )
+    )
+    assert fixcheck.read_later(unbound, fixcheck.Deletion("group", (6, 8)), [])
