@@ -37,9 +37,11 @@ def fix_apply(*paths: str, cwd: Path, as_nobody: bool = False) -> subprocess.Com
 
 
 # The interpreter lives where `nobody` may not read it, so the child imports what the
-# command needs as root, then drops to `nobody` (uid 65534) and runs the command.
+# command needs as root (our modules, and the standard library's that they import only
+# when used), then drops to `nobody` (uid 65534) and runs the command.
 _AS_NOBODY = """
 import importlib, os, pkgutil, sys
+import difflib, multiprocessing, tempfile, tomllib
 import accel_lint
 for info in pkgutil.walk_packages(accel_lint.__path__, "accel_lint."):
     if ".verify" not in info.name and not info.name.endswith("__main__"):
