@@ -33,28 +33,6 @@ NUMPY_ARRAYS = frozenset(
     for n in ("array", "asarray", "load", "zeros", "ones", "stack", "concatenate", "arange")
 ) | frozenset({"numpy.random.rand", "numpy.random.randn"})
 SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
-# Functions that return a tensor built in memory (a DataLoader over one indexes it).
-TENSOR_CREATORS = frozenset(
-    f"torch.{n}"
-    for n in (
-        "tensor",
-        "as_tensor",
-        "from_numpy",
-        "zeros",
-        "ones",
-        "empty",
-        "full",
-        "arange",
-        "linspace",
-        "eye",
-        "rand",
-        "randn",
-        "randint",
-        "randperm",
-        "stack",
-        "cat",
-    )
-)
 
 # -- modules ------------------------------------------------------------------------
 
