@@ -322,6 +322,24 @@ def test_a_forked_run_sees_what_python_script_py_would(
     assert "name __main__ hashseed 0" in forked.output
 
 
+def test_every_forked_run_the_first_included_starts_with_dynamo_imported(
+    tmp_path: Path,
+) -> None:
+    """Building an optimizer imports torch._dynamo (about as long as torch): the
+    server imports it before its first fork, so no run pays for it, not even the
+    reference run that every other run waits for."""
+    server = WarmInterpreter(sys.executable, environment(None, 1, "test-server"))
+    try:
+        hello = server.hello(120)
+        assert hello is not None and hello["torch"] is not None, hello
+        script = "import sys\nprint('dynamo', 'torch._dynamo' in sys.modules)\n"
+        first = _run(tmp_path, script, name="first", server=server)
+        second = _run(tmp_path, script, name="second", server=server)
+    finally:
+        server.close()
+    assert first.output.strip() == second.output.strip() == "dynamo True"
+
+
 def test_an_error_in_a_forked_run_is_recorded(tmp_path: Path, warm: WarmInterpreter) -> None:
     body = """optimizer.zero_grad()
         torch.nn.functional.mse_loss(model(x), torch.zeros(16, 2)).backward()

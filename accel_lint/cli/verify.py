@@ -3,13 +3,14 @@ original and the fixed script, judge every fix, time both (docs/verifier.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -187,22 +188,28 @@ def verify(
     status: 0 every fix holds, 1 a fix does not, 2 a run failed, a fix could not be
     verified here, or the script does not parse.
     """
-    from rich.console import Console
-
-    from accel_lint.engine import analyze, diagnostics, rules_for
-    from accel_lint.fixer import fix_source
     from accel_lint.verify.launch import Target, environment
-    from accel_lint.verify.plan import Options
-    from accel_lint.verify.report import Report, attach_diffs
-    from accel_lint.verify.session import Session
-    from accel_lint.verify.table import RichProgress, render
     from accel_lint.verify.warm import WarmInterpreter
 
     interpreter = python or sys.executable
     missing = torch_missing(interpreter, explicit=python is not None)
     if missing is not None:
         fail(missing)
-    server: WarmInterpreter | None = None
+    # started first: its `import torch` overlaps the imports below, the analysis
+    # and the fixes (killed unused when nothing is fixable)
+    server: WarmInterpreter | None = WarmInterpreter(
+        interpreter, environment(None, threads, "server")
+    )
+
+    from rich.console import Console
+
+    from accel_lint.engine import analyze, diagnostics, rules_for
+    from accel_lint.fixer import fix_source
+    from accel_lint.verify.plan import Options
+    from accel_lint.verify.report import Report, attach_diffs
+    from accel_lint.verify.session import Session
+    from accel_lint.verify.table import RichProgress, render
+
     try:
         settings = common(
             [str(script)], select, ignore, extend_select, config_file, isolated, unsafe_fixes, None
@@ -227,26 +234,40 @@ def verify(
                 f"{script}:{error.row}:{error.column}: {error.code} {error.message}", err=True
             )
             sys.exit(EXIT_ERROR)
-        if any(d.has_fix and (unsafe or d.fix_safety == "safe") for d in found):
-            # the warm interpreter imports torch while the fixes are computed
-            server = WarmInterpreter(interpreter, environment(None, threads, "server"))
+        if server is not None and not any(
+            d.has_fix and (unsafe or d.fix_safety == "safe") for d in found
+        ):
+            server.close(unused=True)
+            server = None
 
-        def fixed_with(subset: frozenset[str]) -> str:
+        def fix_with(subset: frozenset[str]) -> str:
             outcome = fix_source(
-                str(script),
-                Source(source.text, source.encoding),
-                settings,
-                codes & subset,
-                unsafe=unsafe,
+                str(script), Source(source.text, source.encoding), settings, subset, unsafe=unsafe
             )
             if outcome.error is not None:
-                fail(f"{script}: {outcome.error}")
+                raise FixFailed(f"{script}: {outcome.error}")
             return outcome.fixed_text
 
         outcome = fix_source(str(script), source, settings, codes, unsafe=unsafe)
         if outcome.error is not None:
             fail(f"{script}: {outcome.error}")
         fixes, unfixed = fix_items(outcome.applied, found, str(script), unsafe)
+        texts = FixedTexts(fix_with, codes, {codes: outcome.fixed_text, frozenset(): source.text})
+
+        def fixed_with(subset: frozenset[str]) -> str:
+            try:
+                return texts(subset)
+            except FixFailed as exc:
+                fail(str(exc))
+
+        if fixes:
+            # the variants the runs and the report will ask for, computed while this
+            # process would only wait (the server's imports, the reference run)
+            texts.prefetch(
+                variants_needed(
+                    fixes, want_diffs=report_file is not None or (output_format == "json")
+                )
+            )
         options = Options(
             steps=steps,
             repeat=repeat,
@@ -277,15 +298,8 @@ def verify(
         diffs: threading.Thread | None = None
         if fixes and (report_file is not None or output_format == "json"):
             # each fix's diff, computed while the runs go (this process waits on them)
-            texts: dict[frozenset[str], str] = {frozenset(): source.text}
-
-            def text_of(subset: frozenset[str]) -> str:
-                if subset not in texts:
-                    texts[subset] = fixed_with(subset)
-                return texts[subset]
-
             diffs = threading.Thread(
-                target=attach_diffs, args=(fixes, source.text, text_of), daemon=True
+                target=attach_diffs, args=(fixes, source.text, fixed_with), daemon=True
             )
             diffs.start()
         try:
@@ -341,6 +355,74 @@ def verify(
             out = Console(highlight=False, soft_wrap=False, width=200)
         render(report, out)
     sys.exit(report.exit_code)
+
+
+class FixFailed(Exception):
+    """The fixer could not fix the script with some subset of the rules."""
+
+
+class FixedTexts:
+    """The script fixed by each subset of the rules, computed once whichever thread
+    asks first (the runs, the report's diffs, the prefetch); a thread that asks for
+    a text another thread is computing waits for it."""
+
+    def __init__(
+        self,
+        fix_with: Callable[[frozenset[str]], str],
+        codes: frozenset[str],
+        known: dict[frozenset[str], str],
+    ) -> None:
+        self._fix_with = fix_with
+        self._codes = codes
+        self._done: dict[frozenset[str], str | FixFailed] = dict(known)
+        self._computing: dict[frozenset[str], threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, subset: frozenset[str]) -> str:
+        key = self._codes & subset
+        with self._lock:
+            done = self._done.get(key)
+            event = self._computing.get(key) if done is None else None
+            mine = done is None and event is None
+            if mine:
+                event = self._computing[key] = threading.Event()
+        if mine:
+            try:
+                result: str | FixFailed = self._fix_with(key)
+            except FixFailed as exc:
+                result = exc
+            with self._lock:
+                self._done[key] = result
+                self._computing.pop(key).set()
+            done = result
+        elif done is None:
+            assert event is not None
+            event.wait()
+            done = self._done[key]
+        if isinstance(done, FixFailed):
+            raise done
+        return done
+
+    def prefetch(self, subsets: Sequence[frozenset[str]]) -> None:
+        def work() -> None:
+            for subset in subsets:
+                with contextlib.suppress(FixFailed):
+                    self(subset)
+
+        threading.Thread(target=work, daemon=True, name="accel-lint-prefetch").start()
+
+
+def variants_needed(fixes: Sequence[FixItem], *, want_diffs: bool) -> list[frozenset[str]]:
+    """The fixed scripts a verification will run, in the order it runs them (the
+    exact fixes together, then each rule alone for timing), and those the report's
+    diffs show (each rule alone)."""
+    from accel_lint.verify import speed
+    from accel_lint.verify.session import exact_group
+
+    wanted = [exact_group(fixes), *(codes for _, codes in speed.plan(fixes, "cpu").variants)]
+    if want_diffs:
+        wanted += [frozenset({f.code}) for f in fixes]
+    return [s for s in dict.fromkeys(wanted) if s]
 
 
 TORCH_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 3)"

@@ -134,12 +134,18 @@ class WarmInterpreter:
                 return None
             return next((e for e in self._events.get(ident, []) if key in e), None)
 
-    def close(self) -> None:
+    def close(self, *, unused: bool = False) -> None:
+        """End the server: politely once it has served (it exits when its input
+        closes), at once when it was `unused` (it may still be importing torch)."""
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
+        if not unused:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
         processes.end_run(self.proc.pid, self.marker)
+        if unused:  # killed: reap it
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
         if self._log is not None:
             self._log.close()

@@ -54,12 +54,14 @@ def serve() -> None:
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     stdin = sys.stdin.buffer
     children: dict[int, int] = {}  # pid -> request id
-    # What every later run would otherwise import again: torch._dynamo, which the
-    # optimizers import on their first call (hundreds of modules, seconds per
-    # process; it starts no thread and touches no device). Imported after the
-    # first fork: the first run (the reference, which every other run waits for)
-    # starts at once and imports it itself, on the other core, meanwhile.
-    deferred = ["torch._dynamo"]
+    # What every run would otherwise import itself: torch._dynamo, which building
+    # an optimizer imports (hundreds of modules, about as long as torch itself; it
+    # starts no thread and touches no device). Imported here, after the hello, so
+    # the parent learns at once whether torch imports, and before the first fork,
+    # so that no run, the reference included, pays for it: the parent computes the
+    # fixed scripts on the other core meanwhile.
+    with contextlib.suppress(Exception):
+        importlib.import_module("torch._dynamo")
     while True:
         ready, _, _ = select.select([stdin, wake_r], [], [])
         if wake_r in ready:
@@ -77,9 +79,6 @@ def serve() -> None:
                 _child(request)  # never returns
             children[pid] = request["id"]
             _send({"id": request["id"], "pid": pid})
-            while deferred:
-                with contextlib.suppress(Exception):
-                    importlib.import_module(deferred.pop())
 
 
 def _reap(children: dict[int, int]) -> None:
