@@ -936,6 +936,42 @@ def test_accumulation_scaler_acl319_keeps_the_scale_of_each_window(tmp_path: Pat
 
 
 @pytest.mark.slow
+def test_amp_clip_accumulation_acl319_repairs_and_acl320_clips_once_after_unscaling(
+    tmp_path: Path,
+) -> None:
+    # `unscale_` on every micro-batch raises on the second: ACL319's fix repairs the
+    # original, and ACL320's (moving the clip after the moved `unscale_`) is judged on top
+    code, report, err = _verify(
+        FIXTURES / "amp_clip_accumulation" / "train.py",
+        "--unsafe-fixes",
+        "--steps",
+        "12",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "2"),
+    )
+    assert code == 0, err
+    assert report["error"] is None
+    scale, clip = _fix(report, "ACL319"), _fix(report, "ACL320")
+    assert (scale["verdict"], scale["reason"]) == ("holds", None)
+    assert scale["notes"] == [
+        "the scale is constant inside each of 12 window(s)",
+        "the original raised RuntimeError: unscale_() has already been called on this "
+        "optimizer since the last update().",
+    ]
+    assert (clip["verdict"], clip["reason"]) == ("holds", None)
+    assert clip["notes"] == [
+        "one clipping call before each of 12 step(s)",
+        "the original clipped up to 4 times per step",
+    ]
+    assert report["notes"] == [
+        "the original raises; the other fixes are judged on the original with the ACL319 "
+        "fix applied"
+    ]
+
+
+@pytest.mark.slow
 def test_bce_autocast_acl321_is_not_verifiable_on_cpu_and_says_why(tmp_path: Path) -> None:
     # autocast of the script's device: without CUDA it is CPU autocast, which runs the
     # original's BCELoss (on bfloat16 probabilities) where CUDA autocast raises
