@@ -874,6 +874,137 @@ def test_ddp_barrier_acl413_is_exact_under_torchrun(tmp_path: Path) -> None:
     assert fix["max_loss_diff"] == 0.0
 
 
+@pytest.mark.slow
+def test_grad_accumulation_acl318_acl320_hold_on_the_window_sum_and_one_clip_per_step(
+    tmp_path: Path,
+) -> None:
+    # both fixes in one run: with the clip moved too, nothing touches the gradients
+    # between a window's backward passes, so each step sees their sum
+    code, report, err = _verify(
+        FIXTURES / "grad_accumulation" / "train.py",
+        "--unsafe-fixes",
+        "--steps",
+        "12",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "1"),
+    )
+    assert code == 0, err
+    assert report["error"] is None
+    zero, clip = _fix(report, "ACL318"), _fix(report, "ACL320")
+    assert (zero["class"], zero["verdict"], zero["reason"]) == ("intended-change", "holds", None)
+    assert zero["notes"] == [
+        "12 step(s): each sees the sum of its window's backward passes (12 window(s) of more "
+        "than one, none zeroed inside)",
+        "the original zeroed the gradients inside 12 of 12 window(s)",
+    ]
+    assert (clip["class"], clip["verdict"], clip["reason"]) == ("intended-change", "holds", None)
+    assert clip["notes"] == [
+        "one clipping call before each of 12 step(s)",
+        "the original clipped up to 4 times per step",
+    ]
+
+
+@pytest.mark.slow
+def test_accumulation_scaler_acl319_keeps_the_scale_of_each_window(tmp_path: Path) -> None:
+    # CPU autocast in float16 with GradScaler("cpu"): the original's update() on the
+    # first micro-batch that does not step raises; the fix is judged on the run the
+    # fix repairs, whose scale is read at every scale()
+    code, report, err = _verify(
+        FIXTURES / "accumulation_scaler" / "train.py",
+        "--unsafe-fixes",
+        "--steps",
+        "12",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "2"),
+    )
+    assert code == 0, err
+    assert report["error"] is None
+    fix = _fix(report, "ACL319")
+    assert (fix["class"], fix["verdict"], fix["reason"]) == ("intended-change", "holds", None)
+    assert fix["notes"] == [
+        "the scale is constant inside each of 12 window(s)",
+        "the original raised AssertionError: No inf checks were recorded prior to update.",
+    ]
+    assert [(r["name"], r["status"]) for r in report["runs"]] == [
+        ("original", "crashed"),
+        ("original with the ACL319 fix", "ok"),
+    ]
+
+
+@pytest.mark.slow
+def test_amp_clip_accumulation_acl319_repairs_and_acl320_clips_once_after_unscaling(
+    tmp_path: Path,
+) -> None:
+    # `unscale_` on every micro-batch raises on the second: ACL319's fix repairs the
+    # original, and ACL320's (moving the clip after the moved `unscale_`) is judged on top
+    code, report, err = _verify(
+        FIXTURES / "amp_clip_accumulation" / "train.py",
+        "--unsafe-fixes",
+        "--steps",
+        "12",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "2"),
+    )
+    assert code == 0, err
+    assert report["error"] is None
+    scale, clip = _fix(report, "ACL319"), _fix(report, "ACL320")
+    assert (scale["verdict"], scale["reason"]) == ("holds", None)
+    assert scale["notes"] == [
+        "the scale is constant inside each of 12 window(s)",
+        "the original raised RuntimeError: unscale_() has already been called on this "
+        "optimizer since the last update().",
+    ]
+    assert (clip["verdict"], clip["reason"]) == ("holds", None)
+    assert clip["notes"] == [
+        "one clipping call before each of 12 step(s)",
+        "the original clipped up to 4 times per step",
+    ]
+    assert report["notes"] == [
+        "the original raises; the other fixes are judged on the original with the ACL319 "
+        "fix applied"
+    ]
+
+
+@pytest.mark.slow
+def test_bce_autocast_acl321_is_not_verifiable_on_cpu_and_says_why(tmp_path: Path) -> None:
+    # autocast of the script's device: without CUDA it is CPU autocast, which runs the
+    # original's BCELoss (on bfloat16 probabilities) where CUDA autocast raises
+    code, report, err = _verify(
+        FIXTURES / "bce_autocast" / "train.py",
+        "--unsafe-fixes",
+        "--steps",
+        "12",
+        "--repeat",
+        "0",
+        scratch=tmp_path / "tmp",
+        script_args=("--epochs", "1"),
+    )
+    # every run completed; a fix not verified here is no pass (exit 2)
+    assert code == 2 and report["error"] is None, err
+    fix = _fix(report, "ACL321")
+    assert (fix["class"], fix["verdict"], fix["reason"]) == (
+        "intended-change",
+        "not-verifiable",
+        "the original did not raise here: CUDA autocast cannot run on this machine, and CPU "
+        "autocast ran binary cross-entropy on bfloat16 probabilities (it refuses nothing), so "
+        "the original's losses are not float32's",
+    )
+    # what can be checked here is: the fixed loss is float32's on the same logits
+    assert fix["notes"][0] == (
+        "12 loss(es) on logits within 0.0001 of binary cross-entropy on the sigmoid in float64"
+    )
+    assert fix["notes"][1].startswith(
+        "the original's losses (binary cross-entropy on bfloat16 probabilities) differ from "
+        "the fixed ones by up to "
+    )
+
+
 # -- help when a script will not run: one sentence per failure kind, said once ----------
 
 

@@ -360,6 +360,42 @@ def test_bce_under_autocast_holds_where_the_original_raises(tmp_path: Path) -> N
     )
 
 
+# a script that runs anywhere: on a CPU, its autocast is CPU autocast, which runs the
+# original (its sigmoid in bfloat16)
+BCE_UNDER_DEVICE_AUTOCAST = BCE_UNDER_AUTOCAST.replace(
+    "torch.manual_seed(0)",
+    'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\ntorch.manual_seed(0)',
+).replace('torch.autocast("cuda", ', "torch.autocast(device.type, ")
+
+
+@pytest.mark.slow
+def test_bce_under_cpu_autocast_is_not_verifiable_and_not_held_to_float32(
+    tmp_path: Path,
+) -> None:
+    fixed_text = _fixed_by("ACL321", BCE_UNDER_DEVICE_AUTOCAST)
+    assert "F.binary_cross_entropy_with_logits(model(x), y)" in fixed_text
+    original, fixed = _runs(tmp_path, BCE_UNDER_DEVICE_AUTOCAST, fixed_text)
+    assert original.ok and fixed.ok, (original.message, fixed.message)
+    # the original's BCE saw bfloat16 probabilities; the fixed reference's is not counted
+    assert original.first["probability_losses"] == {"bfloat16": 3}
+    assert fixed.first["probability_losses"] == {}
+    verdict = JUDGES[Invariant.RAISES_THEN_CLOSE].judge(original, fixed)
+    # not "fails: the original ran here in float32": its losses are bfloat16's
+    assert (verdict.verdict, verdict.reason) == (
+        cmp.NOT_VERIFIABLE,
+        "the original did not raise here: CUDA autocast cannot run on this machine, and CPU "
+        "autocast ran binary cross-entropy on bfloat16 probabilities (it refuses nothing), so "
+        "the original's losses are not float32's",
+    )
+    assert verdict.notes[0] == (
+        "3 loss(es) on logits within 0.0001 of binary cross-entropy on the sigmoid in float64"
+    )
+    assert verdict.notes[1].startswith(
+        "the original's losses (binary cross-entropy on bfloat16 probabilities) differ from "
+        "the fixed ones by up to "
+    )
+
+
 BCE_ON_SIGMOID_MODEL = """
 import torch
 from torch import nn

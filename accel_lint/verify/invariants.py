@@ -464,9 +464,10 @@ LOGITS_ABS = 1e-6
 def judge_raises_then_close(original: RunResult, fixed: RunResult) -> Verdict:
     """The original raises; the fixed script runs, and each of its losses on logits is
     close to binary cross-entropy on the sigmoid of the same logits in float64. Where
-    the original runs (CUDA autocast unavailable: it is then disabled, and CPU autocast
-    runs binary cross-entropy in float32) the raise is not verifiable here; the fixed
-    losses are then compared to the original's float32 ones."""
+    the original runs (CUDA autocast unavailable: it is then disabled) the raise is not
+    verifiable here; the fixed losses are then compared to the original's float32 ones,
+    unless CPU autocast ran the original's binary cross-entropy on bfloat16 or float16
+    probabilities (they are then no float32 losses: only said how far they are)."""
     if not fixed.ok:
         return Verdict(FAILS, f"the fixed script fails: {fixed.message}")
     calls = [c for r in fixed.records[:1] for c in r.get("logits_losses", [])]
@@ -499,6 +500,22 @@ def judge_raises_then_close(original: RunResult, fixed: RunResult) -> Verdict:
             )
         return Verdict(HOLDS, None, notes=notes)
     loss = loss_diff(original.losses, fixed.losses)
+    lowered = _lowered_probabilities(original.records)
+    if lowered:
+        # CPU autocast: the original ran, on probabilities rounded to a 16-bit float,
+        # so its losses are no float32 losses to hold the fixed ones to
+        notes.append(
+            f"the original's losses (binary cross-entropy on {lowered} probabilities) "
+            f"differ from the fixed ones by up to {loss.max_rel:.2g} (relative)"
+        )
+        return Verdict(
+            NOT_VERIFIABLE,
+            "the original did not raise here: CUDA autocast cannot run on this machine, and "
+            f"CPU autocast ran binary cross-entropy on {lowered} probabilities (it refuses "
+            "nothing), so the original's losses are not float32's",
+            loss.max_abs,
+            notes=notes,
+        )
     close = loss.max_rel <= LOGITS_REL or loss.max_abs <= LOGITS_ABS
     if loss.count_a and loss.count_b and not close:
         return Verdict(
@@ -518,6 +535,13 @@ def judge_raises_then_close(original: RunResult, fixed: RunResult) -> Verdict:
         loss.max_abs,
         notes=notes,
     )
+
+
+def _lowered_probabilities(records: Sequence[Record]) -> str:
+    """The dtypes other than float32/float64 of the probabilities the run's
+    `binary_cross_entropy` calls saw (CPU autocast's), joined; empty when none."""
+    dtypes = {d for r in records[:1] for d in r.get("probability_losses", {})}
+    return ", ".join(sorted(dtypes - {"float32", "float64"}))
 
 
 JUDGES: Mapping[Invariant, InvariantJudge] = {

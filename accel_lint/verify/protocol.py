@@ -279,6 +279,9 @@ class Record(_RecordBase, total=False):
     grad_windows: list[GradWindow]
     scales: list[ScaleEvent]
     logits_losses: list[LogitsLoss]
+    # `binary_cross_entropy` calls (`nn.BCELoss` included) by the dtype of the
+    # probabilities they saw: "bfloat16" or "float16" where CPU autocast ran them
+    probability_losses: dict[str, int]
     # DDP forward passes with gradient sync on: each backward pass after one
     # all-reduces every gradient bucket (`no_sync()` turns it off)
     ddp_syncs: int

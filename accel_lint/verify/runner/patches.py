@@ -59,6 +59,7 @@ def install(runner: Runner, torch: Any) -> None:
         _wrap_save(runner, torch)
         _wrap_clip(runner, torch)
         _wrap_logits_loss(runner, torch)
+        _wrap_probability_loss(runner, torch)
         _count_ddp_syncs(runner, torch)
     if runner.probe:
         runner.observer = Observer(runner, torch)
@@ -250,12 +251,29 @@ def _wrap_clip(runner: Runner, torch: Any) -> None:
             setattr(module, name, clip)
 
 
+def _wrap_probability_loss(runner: Runner, torch: Any) -> None:
+    """Record the dtype of the probabilities each `binary_cross_entropy` (and so each
+    `nn.BCELoss`) sees: CPU autocast runs it on bfloat16 or float16 ones, where CUDA
+    autocast refuses it."""
+    functional = torch.nn.functional
+    original = functional.binary_cross_entropy
+
+    def binary_cross_entropy(input: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(input, torch.Tensor):
+            runner.on_probability_loss(str(input.dtype).removeprefix("torch."))
+        return original(input, *args, **kwargs)
+
+    binary_cross_entropy.__doc__ = original.__doc__
+    functional.binary_cross_entropy = binary_cross_entropy
+
+
 def _wrap_logits_loss(runner: Runner, torch: Any) -> None:
     """Record each `binary_cross_entropy_with_logits` with binary cross-entropy on the
     sigmoid of the same logits, in float64 outside autocast: the loss the fix of a
     `binary_cross_entropy` on probabilities stands for."""
     functional = torch.nn.functional
     original = functional.binary_cross_entropy_with_logits
+    on_probabilities = functional.binary_cross_entropy  # before it is wrapped
 
     def binary_cross_entropy_with_logits(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(input, target, *args, **kwargs)
@@ -271,7 +289,7 @@ def _wrap_logits_loss(runner: Runner, torch: Any) -> None:
             ):
                 probs = torch.sigmoid(input.detach().double())
                 w = weight.detach().double() if weight is not None else None
-                ref = functional.binary_cross_entropy(
+                ref = on_probabilities(
                     probs, target.detach().double(), weight=w, reduction=reduction
                 )
                 reference = float(ref.sum())

@@ -87,6 +87,7 @@ class Runner:
         self.micro: list[MicroBatch] = []  # backward passes since the last step
         self.scales: list[ScaleEvent] = []
         self.logits_losses: list[LogitsLoss] = []
+        self.probability_losses: dict[str, int] = {}  # dtype -> binary_cross_entropy calls
         # the first optimizer's parameters, each with its fixed random directions
         self._directions: list[tuple[Any, list[Any]]] | None = None
         self.ddp_syncs = 0
@@ -174,6 +175,10 @@ class Runner:
     def on_logits_loss(self, value: float, reference: float | None) -> None:
         if len(self.logits_losses) < EVENT_LIMIT and not self.finishing:
             self.logits_losses.append({"value": value, "reference": reference})
+
+    def on_probability_loss(self, dtype: str) -> None:
+        if not self.finishing:
+            self.probability_losses[dtype] = self.probability_losses.get(dtype, 0) + 1
 
     def _window(self, optimizer: Any) -> None:
         """At a step of the first optimizer: its gradients, and the window's passes."""
@@ -472,6 +477,7 @@ class Runner:
             record["grad_windows"] = self.grad_windows
             record["scales"] = self.scales
             record["logits_losses"] = self.logits_losses
+            record["probability_losses"] = self.probability_losses
             record["ddp_syncs"] = self.ddp_syncs
         return record
 
