@@ -146,12 +146,15 @@ def parse(
         return Parsed(None, too_deep(path, why="CPython's compiler gives up"))
 
     if tree is not None:
+        # first: a file no rule needs is not parsed by libcst, so its depth (the
+        # limit of libcst's recursion) need not be measured; `wanted`'s walk of
+        # CPython's tree is iterative
+        if wanted is not None and not wanted(tree):
+            return Parsed(None)
         depth, row, column = nesting_depth(tree, text)
         if depth > DEPTH_LIMIT:
             why = f"{depth} levels deep here; the limit is {DEPTH_LIMIT}"
             return Parsed(None, too_deep(path, row, column, why))
-        if wanted is not None and not wanted(tree):
-            return Parsed(None)
 
     try:
         # what CPython rejects is never spliced: the whole text decides the ACL000

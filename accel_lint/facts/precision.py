@@ -155,12 +155,17 @@ class Precision:
 
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
-        self.tree = Tree.of(facts)
         self.calls = CallGraph.of(facts)
         self.autocasts: list[Autocast] = self._autocasts()
         self.scalers: list[Scaler] = [
             self._scaler(site) for site in facts.calls_resolving_to(GRAD_SCALER)
         ]
+
+    @property
+    def tree(self) -> Tree:
+        """Built when first asked: a file that trains in float32 (what ACL207 asks
+        about most) needs no second pass over its tree."""
+        return Tree.of(self.facts)
 
     # -- autocast ---------------------------------------------------------------------
 
@@ -183,7 +188,8 @@ class Precision:
         out: list[tuple[cst.BaseExpression, Scope]] = []
         for attribute, scope in self.facts.attributes_named(name):
             out.append((attribute, scope))
-        out.extend(self.tree.names(name))
+        if name in self.facts.text:  # a file that never spells the name reads it nowhere
+            out.extend(self.tree.names(name))
         return out
 
     def _autocast_reference(
