@@ -201,7 +201,13 @@ def load(path: str, data: bytes) -> Notebook | Diagnostic:
         entry = Cell(number, text, row + 1, len(lines))
         # a name that is no file: CPython would re-read the line from `path`
         error = syntax_check("<cell>", "\n".join(lines) + "\n") if lines else None
-        if error is not None:
+        dedented = _leading_indent(text) if error is not None else None
+        if dedented is not None and _parses(_mask(dedented, [])):
+            # indented as a whole, which IPython runs: its lines are kept out of the
+            # analysis, as a cell magic's are (analysing it would move its columns)
+            lines = [_MAGIC.format(len(book.magics) + k) for k in range(len(lines))]
+            book.magics.extend(text.split("\n")[: len(lines)])
+        elif error is not None:
             entry.bad = _cell_error(path, "\n".join(lines) + "\n", number)
             lines = [""] * len(lines)
         out.append(_SENTINEL.format(number))
@@ -210,6 +216,10 @@ def load(path: str, data: bytes) -> Notebook | Diagnostic:
         book.cells.append(entry)
     book.program = "\n".join(out) + "\n" if out else ""
     return book
+
+
+def _parses(text: str) -> bool:
+    return syntax_check("<cell>", text + "\n") is None
 
 
 def _text(source: Any) -> str | None:
@@ -266,7 +276,17 @@ def _mask(text: str, magics: list[str]) -> str:
     ]
     out = []
     state = _LineState()
+    magic: _LineState | None = None  # the logical line of the magic being masked
+    indent = ""
     for number, line in enumerate(lines):
+        if magic is not None and not magic.at_logical_start():
+            # IPython reads a magic to the end of its logical line: a backslash or an
+            # open bracket (`%timeit f(x,\n          y)`) continues it
+            out.append(indent + _MAGIC.format(len(magics)))
+            magics.append(line)
+            magic.feed(line)
+            continue
+        magic = None
         starts = state.at_logical_start()
         if (whole and (line.strip() or number == 0)) or (
             starts and line.strip() and _MAGIC_LINE.match(line)
@@ -274,10 +294,26 @@ def _mask(text: str, magics: list[str]) -> str:
             indent = line[: len(line) - len(line.lstrip())] if not whole else ""
             out.append(indent + _MAGIC.format(len(magics)))
             magics.append(line)
+            if not whole:
+                magic = _LineState()
+                magic.feed(line)
         else:
             out.append(line)
             state.feed(line)
     return "\n".join(out)
+
+
+def _leading_indent(text: str) -> str | None:
+    """IPython's `leading_indent`: a cell whose first line is indented runs with that
+    indentation taken off every line that starts with it. The dedented text, or None
+    when the first line is not indented."""
+    first = text.split("\n", 1)[0]
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    if not indent or not first.strip():
+        return None
+    return "\n".join(
+        line[len(indent) :] if line.startswith(indent) else line for line in text.split("\n")
+    )
 
 
 class _LineState:

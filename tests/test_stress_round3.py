@@ -209,6 +209,43 @@ def test_a_percent_continuation_inside_brackets_is_python_not_a_magic(tmp_path: 
     assert "".join(fixed["cells"][2]["source"]) == "!nvidia-smi\n%time y = 1\nz = (y\n     % 2)\n"
 
 
+def test_a_magic_runs_to_the_end_of_its_logical_line_and_an_indented_cell_is_no_error(
+    tmp_path: Path,
+) -> None:
+    """IPython reads a magic to the end of its logical line (a backslash, an open
+    bracket) and runs a cell indented as a whole with the indentation taken off
+    (`leading_indent`): each was a false ACL000 in public notebooks
+    (`!saved_model_cli ... \\`, `%timeit np.fromiter((...),` over two lines, a cell
+    whose every line starts with a space), and a false ACL000 blocks every fix."""
+    shell = "!saved_model_cli show --dir '{model_path}' --tag_set serve \\\n"
+    shell += "                      --signature_def serving_default\n"
+    timeit = "%timeit np.fromiter((xi + yi for xi, yi in zip(x, y)),\n"
+    timeit += "                    dtype=x.dtype, count=len(x))\n"
+    indented = ' # Make sure we have a GPU\n device = "cuda"\n device\n'
+    cells = [
+        code_cell(shell, 1),
+        code_cell(timeit, 2),
+        code_cell(indented, 3),
+        code_cell(TRAIN, 4),
+        code_cell("print((1,\n", 5),  # a real error stays one
+    ]
+    text = notebook(cells)
+    valid(text)
+    (tmp_path / "nb.ipynb").write_text(text)
+    result = run("check", "--no-cache", "--output-format", "json", "nb.ipynb", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert codes(result) == [("nb.ipynb", "ACL000"), ("nb.ipynb", "ACL101"), ("nb.ipynb", "ACL102")]
+    assert [d["cell"] for d in json.loads(result.stdout) if d["code"] == "ACL000"] == [5]
+    cells.pop()
+    (tmp_path / "nb.ipynb").write_text(notebook(cells))
+    result = run("fix", "--apply", "--no-cache", "nb.ipynb", cwd=tmp_path)
+    assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
+    fixed = json.loads((tmp_path / "nb.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in fixed["cells"]]
+    assert sources[:3] == [shell, timeit, indented]  # kept as they were, byte for byte
+    assert "pin_memory=True" in sources[3]
+
+
 @pytest.mark.parametrize("command", ["check", "fix"])
 def test_naming_excluded_directories_behaves_the_same_for_one_or_several(
     tmp_path: Path, command: str
