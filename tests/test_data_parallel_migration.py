@@ -161,6 +161,9 @@ SHAPES = {
     "ddp_helper": (["--epochs", "1"], "runs/train/last.pt"),
     # Tianxiaomo/pytorch-YOLOv4 train.py: loader and epoch loop in the `train()` it calls
     "train_function": (["--epochs", "1"], "checkpoints/model1.pth"),
+    # meetps/pytorch-semseg train.py: `while i <= train_iters` passes over the loader, and
+    # counts no epochs: the migration counts its passes for `set_epoch`
+    "while_iterations": (["--iters", "12"], "runs/best_model.pkl"),
     # pytorch/examples imagenet/main.py (MoCo, SimSiam): its own DDP path in `main_worker`
     "imagenet": (["--epochs", "1", "-j", "0", "--dist-backend", "gloo"], "runs/checkpoint.pth.tar"),
 }
@@ -435,8 +438,16 @@ NO_FIX = [
     ),
     pytest.param(
         _variant(EPOCHS, "epoch = 0\nwhile epoch < 2:\n"),
-        "the epoch loop around `loader` is a `while` loop",
+        "the epoch loop around `loader` is a `while` loop that counts no epochs (`epoch += 1` "
+        "in its body, before the loader is read), and the name `epoch` a count of its passes "
+        "needs is taken",
         id="while-epochs",
+    ),
+    pytest.param(
+        _variant(EPOCHS, "epoch = 0\nwhile epoch < 2:\n") + "    epoch += 1\n",
+        "the epoch loop around `loader` is a `while` loop that counts its epochs after the "
+        "loader is read",
+        id="while-counted-after",
     ),
     pytest.param(
         _variant(EPOCHS, "for step, epoch in enumerate(range(2)):\n"),
@@ -750,6 +761,22 @@ def test_a_device_count_that_only_picks_devices_is_dropped() -> None:
         ")\noptimizer"
     ) in migrated
     assert "if ngpu > 1:" not in migrated
+
+
+def test_a_while_loop_that_counts_no_epochs_gets_a_count_of_its_passes() -> None:
+    text = _variant(EPOCHS, "step = 0\nwhile step < 8:\n").replace(
+        "        loss.backward()\n", "        loss.backward()\n        step += 1\n"
+    )
+    migrated = migrate(text)
+    assert (
+        "epoch = 0\n"
+        "while step < 8:\n"
+        "    sampler.set_epoch(epoch)\n"
+        "    epoch += 1\n"
+        "    for x, y in loader:\n"
+    ) in migrated
+    # the counter is the script's only `epoch`: a taken name is a refusal (`while-epochs`)
+    assert migrated.count("epoch = 0") == 1
 
 
 def test_the_wrap_leaves_its_if_and_the_rest_stays() -> None:

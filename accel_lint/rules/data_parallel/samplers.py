@@ -199,15 +199,25 @@ def _epoch_loops_training(
             raise NoFix(f"the training loop over `{name}` is not inside an epoch loop")
         innermost = around[0]
         if isinstance(innermost, cst.While) and _epoch_counter(innermost, place, tree) is None:
-            raise NoFix(
-                f"the epoch loop around `{name}` is a `while` loop that counts no epochs "
-                "(`epoch += 1` in its body, before the loader is read)"
-            )
+            if _counts_epochs(innermost):
+                raise NoFix(
+                    f"the epoch loop around `{name}` is a `while` loop that counts its epochs "
+                    "after the loader is read"
+                )
+            if scope.lookup(PASS_COUNTER) is not None:
+                # passes are counted in a new `epoch` (see `_epoch_loop`): it must be free
+                raise NoFix(
+                    f"the epoch loop around `{name}` is a `while` loop that counts no epochs "
+                    f"(`epoch += 1` in its body, before the loader is read), and the name "
+                    f"`{PASS_COUNTER}` a count of its passes needs is taken"
+                )
         if innermost not in loops:
             loops.append(innermost)
     return loops
 
 
+# the counter a `while` loop that counts no epochs gets, for `set_epoch`
+PASS_COUNTER = "epoch"
 _EPOCH_COUNTER = re.compile(r"(?:^|_)(?:epoch|epochs|ep)$", re.IGNORECASE)
 
 
@@ -221,17 +231,28 @@ def _epoch_counter(
     for statement in loop.body.body:
         if tree.inside(place, statement):
             return None
-        if (
-            isinstance(statement, cst.SimpleStatementLine)
-            and len(statement.body) == 1
-            and isinstance(statement.body[0], cst.AugAssign)
-            and isinstance(statement.body[0].operator, cst.AddAssign)
-            and isinstance(statement.body[0].target, cst.Name)
-            and _EPOCH_COUNTER.search(statement.body[0].target.value)
-            and code_for(statement.body[0].value) == "1"
-        ):
+        if _is_counter(statement):
+            assert isinstance(statement, cst.SimpleStatementLine)
             return statement
     return None
+
+
+def _counts_epochs(loop: cst.While) -> bool:
+    """An epoch counter anywhere among the statements of the loop's body."""
+    return isinstance(loop.body, cst.IndentedBlock) and any(map(_is_counter, loop.body.body))
+
+
+def _is_counter(statement: cst.BaseStatement) -> bool:
+    """`cur_epochs += 1`."""
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.AugAssign)
+        and isinstance(statement.body[0].operator, cst.AddAssign)
+        and isinstance(statement.body[0].target, cst.Name)
+        and _EPOCH_COUNTER.search(statement.body[0].target.value) is not None
+        and code_for(statement.body[0].value) == "1"
+    )
 
 
 def _iterates(expr: cst.BaseExpression, name: str) -> bool:
@@ -353,7 +374,16 @@ def _epoch_loop(
             None,
         )
         if counter is None:
-            raise NoFix("the epoch loop is a `while` loop that counts no epochs")
+            # an iteration-based loop (`while i <= train_iters:` around a pass over the
+            # loader): each pass gets the next number of a new counter. Every process
+            # runs the same passes, so they agree on it; any number new to each pass
+            # gives that pass a new order.
+            if scope.lookup(PASS_COUNTER) is not None:
+                raise NoFix(
+                    "the epoch loop is a `while` loop that counts no epochs, and the name "
+                    f"`{PASS_COUNTER}` a count of its passes needs is taken"
+                )
+            return EpochLoop(loop, PASS_COUNTER, False, tuple(samplers), counts=True)
         aug = counter.body[0]
         assert isinstance(aug, cst.AugAssign) and isinstance(aug.target, cst.Name)
         return EpochLoop(loop, aug.target.value, False, tuple(samplers), after=counter)
@@ -399,7 +429,14 @@ def shard_training_data(shape: Shape) -> Plan:
         body = epoch_loop.loop.body
         assert isinstance(body, cst.IndentedBlock)
         calls = "".join(f"{s}.set_epoch({epoch_loop.epoch})\n" for s in epoch_loop.samplers)
-        if epoch_loop.after is not None:
+        if epoch_loop.counts:
+            # `epoch = 0` before the loop; each pass starts `set_epoch(epoch)`, `epoch += 1`
+            counter = epoch_loop.epoch
+            start = statements(f"{counter} = 0\n", shape.module)
+            plan.insert_before(epoch_loop.loop, start)
+            calls += f"{counter} += 1\n"
+            plan.insert_before(body.body[0], statements(calls, shape.module))
+        elif epoch_loop.after is not None:
             plan.insert_after(epoch_loop.after, statements(calls, shape.module))
         else:
             plan.insert_before(body.body[0], statements(calls, shape.module))

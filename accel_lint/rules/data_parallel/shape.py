@@ -81,6 +81,8 @@ class EpochLoop:
     samplers: tuple[str, ...]
     # a `while` loop's `epochs += 1`: `set_epoch` goes right after it
     after: cst.BaseStatement | None = None
+    # a `while` loop that counts no epochs: `epoch` is a new counter of its passes
+    counts: bool = False
 
 
 @dataclass(frozen=True)
