@@ -164,6 +164,13 @@ SHAPES = {
     # meetps/pytorch-semseg train.py: `while i <= train_iters` passes over the loader, and
     # counts no epochs: the migration counts its passes for `set_epoch`
     "while_iterations": (["--iters", "12"], "runs/best_model.pkl"),
+    # clovaai/CutMix-PyTorch train.py: one training loader per dataset branch; run both the
+    # CIFAR branch (dataset built in the call) and the ImageNet one (`train_sampler = None`)
+    "loaders_in_branches": (["--epochs", "1"], "runs/run/checkpoint.pth.tar"),
+    "loaders_in_branches+imagenet": (
+        ["--epochs", "1", "--dataset", "imagenet"],
+        "runs/run/checkpoint.pth.tar",
+    ),
     # pytorch/examples imagenet/main.py (MoCo, SimSiam): its own DDP path in `main_worker`
     "imagenet": (["--epochs", "1", "-j", "0", "--dist-backend", "gloo"], "runs/checkpoint.pth.tar"),
 }
@@ -172,6 +179,8 @@ SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked", "ddp_helper", "im
 # what the scripts write besides the checkpoint (the best one's copy, by rank 0)
 ALSO_WRITTEN = {
     "dataset_in_call": "runs/run/model_best.pth.tar",
+    "loaders_in_branches": "runs/run/model_best.pth.tar",
+    "loaders_in_branches+imagenet": "runs/run/model_best.pth.tar",
     "imagenet": "runs/model_best.pth.tar",
 }
 
@@ -182,9 +191,10 @@ def shape_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str]
     tmp = tmp_path_factory.mktemp("shapes")
     out: dict[tuple[str, str], Run] = {}
     for shape, (args, _) in SHAPES.items():
-        original = (CASES / f"ACL401_{shape}.py").read_text(encoding="utf-8")
+        case = shape.split("+")[0]  # `case+variant`: the same case file, other arguments
+        original = (CASES / f"ACL401_{case}.py").read_text(encoding="utf-8")
         # the reviewed snapshot of the migration (tests/test_cases.py keeps it current)
-        migrated = (CASES / f"ACL401_{shape}.fixed.py").read_text(encoding="utf-8")
+        migrated = (CASES / f"ACL401_{case}.fixed.py").read_text(encoding="utf-8")
         for kind, script, torchrun in [
             ("original", original, False),
             ("python", migrated, False),
@@ -257,6 +267,11 @@ IMPORTS = SCRIPT[: SCRIPT.index("\ndataset")]
 WRAP = "model = nn.DataParallel(nn.Linear(4, 1).cuda())\n"
 EPOCHS = "for epoch in range(2):\n"
 LOADER = "loader = DataLoader(dataset, batch_size=16, num_workers=2, pin_memory=True)\n"
+# pytorch/examples' ImageNet loader without its distributed branch
+NONE_SAMPLER = (
+    "sampler = None\n"
+    "loader = DataLoader(dataset, batch_size=16, shuffle=(sampler is None), sampler=sampler)\n"
+)
 TRAIN_FUNCTION = (CASES / "ACL401_train_function.py").read_text(encoding="utf-8")
 NO_FIX = [
     pytest.param(
@@ -465,8 +480,42 @@ NO_FIX = [
         id="own-sampler",
     ),
     pytest.param(
-        _variant(LOADER, "loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=16)\n"),
-        "the dataset of `loader` is built in the call, and the name `dataset` is taken",
+        _variant(LOADER, NONE_SAMPLER + "print(sampler)\n"),
+        "`sampler`, the sampler of `loader`, is also read elsewhere",
+        id="none-sampler-read-elsewhere",
+    ),
+    pytest.param(
+        _variant(LOADER, NONE_SAMPLER.replace("(sampler is None)", "True")),
+        "`loader` has `sampler=sampler` and a `shuffle=` of its own",
+        id="none-sampler-own-shuffle",
+    ),
+    pytest.param(
+        _variant(LOADER, NONE_SAMPLER.replace("sampler = None\n", "")).replace(
+            "dataset = TensorDataset", "sampler = None\ndataset = TensorDataset"
+        ),
+        "`sampler = None` does not follow the dataset of `loader`",
+        id="none-sampler-before-the-dataset",
+    ),
+    pytest.param(
+        _variant(
+            LOADER,
+            "if len(dataset) > 32:\n"
+            "    loader = DataLoader(dataset, batch_size=16)\n"
+            "else:\n"
+            "    loader = DataLoader(dataset, batch_size=8)\n"
+            "loader = DataLoader(dataset, batch_size=4)\n",
+        ),
+        "the training loader `loader` is assigned more than once",
+        id="loader-in-branches-and-after",
+    ),
+    pytest.param(
+        _variant(
+            LOADER,
+            "loader_dataset = None\n"
+            "loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=16)\n",
+        ),
+        "the dataset of `loader` is built in the call, and the names `dataset` and "
+        "`loader_dataset` are taken",
         id="inline-dataset-name-taken",
     ),
     pytest.param(
@@ -496,8 +545,8 @@ NO_FIX = [
         id="save-on-a-shared-line",
     ),
     pytest.param(
-        _variant("import torch\n", "import torch\nsampler = None\n"),
-        "the script already uses the name `sampler`",
+        _variant("import torch\n", "import torch\nsampler = loader_sampler = None\n"),
+        "the script already uses the names `sampler` and `loader_sampler`",
         id="sampler-name-taken",
     ),
     pytest.param(
@@ -777,6 +826,38 @@ def test_a_while_loop_that_counts_no_epochs_gets_a_count_of_its_passes() -> None
     ) in migrated
     # the counter is the script's only `epoch`: a taken name is a refusal (`while-epochs`)
     assert migrated.count("epoch = 0") == 1
+
+
+def test_a_none_sampler_becomes_the_distributed_sampler() -> None:
+    migrated = migrate(_variant(LOADER, NONE_SAMPLER))
+    assert (
+        "sampler = DistributedSampler(dataset, shuffle=True)\n"
+        "loader = DataLoader(\n"
+        "    dataset, batch_size=16 // world_size, shuffle=(sampler is None), sampler=sampler\n"
+        ")\n"
+    ) in migrated
+    assert "    sampler.set_epoch(epoch)\n" in migrated
+
+
+def test_a_loader_built_in_each_branch_sets_its_epoch_through_the_loader() -> None:
+    text = _variant(
+        LOADER,
+        "if len(dataset) > 32:\n"
+        "    loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=16)\n"
+        "else:\n"
+        "    loader = DataLoader(dataset, batch_size=8, shuffle=True)\n",
+    )
+    migrated = migrate(text)
+    assert (
+        "if len(dataset) > 32:\n"
+        "    loader_dataset = TensorDataset(torch.randn(64, 4))\n"
+        "    sampler = DistributedSampler(loader_dataset, shuffle=False)\n"
+        "    loader = DataLoader(loader_dataset, batch_size=16 // world_size, sampler=sampler)\n"
+        "else:\n"
+        "    sampler = DistributedSampler(dataset, shuffle=True)\n"
+        "    loader = DataLoader(dataset, batch_size=8 // world_size, sampler=sampler)\n"
+    ) in migrated
+    assert "    loader.sampler.set_epoch(epoch)\n" in migrated
 
 
 def test_the_wrap_leaves_its_if_and_the_rest_stays() -> None:
