@@ -295,6 +295,19 @@ NO_FIX = [
         id="assigned-to-an-attribute",
     ),
     pytest.param(
+        # yassouali/pytorch-segmentation's base trainer: loaders come in, the loop is a subclass's
+        IMPORTS + "\n\n\nclass BaseTrainer:\n"
+        "    def __init__(self, model, train_loader):\n"
+        "        self.train_loader = train_loader\n"
+        "        self.model = nn.DataParallel(model)\n\n"
+        "    def _train_epoch(self, epoch):\n"
+        "        raise NotImplementedError\n",
+        "the wrapped model is assigned to an attribute (`self.model = ...`); the migration "
+        "follows a model held in a plain name only; this file also builds no DataLoader and "
+        "runs no `.backward()`, so its training, if any, happens in other files",
+        id="base-trainer",
+    ),
+    pytest.param(
         _variant(
             WRAP,
             "model = nn.Linear(4, 1).cuda()\n"
