@@ -498,6 +498,11 @@ NO_FIX = [
         id="none-sampler-read-elsewhere",
     ),
     pytest.param(
+        _variant(LOADER, NONE_SAMPLER) + "\n\ndef report():\n    return sampler\n",
+        "`sampler`, the sampler of `loader`, is also read elsewhere",
+        id="none-sampler-read-in-a-function",
+    ),
+    pytest.param(
         _variant(LOADER, NONE_SAMPLER.replace("(sampler is None)", "True")),
         "`loader` has `sampler=sampler` and a `shuffle=` of its own",
         id="none-sampler-own-shuffle",

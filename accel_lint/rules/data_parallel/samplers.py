@@ -453,13 +453,16 @@ def _none_sampler(
     assign = line.body[0]
     if shuffle is not None and not _is_none_test(shuffle.value, value.value):
         raise NoFix(f"`{name}` has `sampler={value.value}` and a `shuffle=` of its own")
-    function = scope.node if scope.node is not None else tree.module
+    # every `train_sampler` of the function, nested definitions included (of the whole
+    # file for a module-level one): the loader must be the only reader
+    function = scope.node if scope.node is not None and scope.kind != "module" else tree.module
     readers = [
         n
-        for n in descendants(function)
+        for n in tree.nodes()
         if isinstance(n, cst.Name)
         and n.value == value.value
         and n is not assign.targets[0].target
+        and tree.inside(n, function)
         and not tree.inside(n, statement)
     ]
     if readers:
