@@ -171,6 +171,8 @@ SHAPES = {
         ["--epochs", "1", "--dataset", "imagenet"],
         "runs/run/checkpoint.pth.tar",
     ),
+    # a trainer class: `__init__` builds the loaders and wraps `self.model`, `train()` loops
+    "trainer_class": (["--epochs", "1"], "runs/model.pt"),
     # pytorch/examples imagenet/main.py (MoCo, SimSiam): its own DDP path in `main_worker`
     "imagenet": (["--epochs", "1", "-j", "0", "--dist-backend", "gloo"], "runs/checkpoint.pth.tar"),
 }
@@ -302,9 +304,8 @@ NO_FIX = [
         "        self.model = nn.DataParallel(model)\n\n"
         "    def _train_epoch(self, epoch):\n"
         "        raise NotImplementedError\n",
-        "the wrapped model is assigned to an attribute (`self.model = ...`); the migration "
-        "follows a model held in a plain name only; this file also builds no DataLoader and "
-        "runs no `.backward()`, so its training, if any, happens in other files",
+        "the model is wrapped in `BaseTrainer.__init__()`, but the class builds no DataLoader "
+        "and this file runs no `.backward()`: its loaders and training loop are in other files",
         id="base-trainer",
     ),
     pytest.param(

@@ -302,9 +302,12 @@ def _is_counter(statement: cst.BaseStatement) -> bool:
 
 
 def _iterates(expr: cst.BaseExpression, name: str) -> bool:
-    """`loader`, `enumerate(loader)`, `tqdm(loader, ...)`, `zip(a, loader)`."""
+    """`loader`, `enumerate(loader)`, `tqdm(loader, ...)`, `zip(a, loader)` (`name` may
+    be `self.loader`)."""
     if isinstance(expr, cst.Name):
         return expr.value == name
+    if isinstance(expr, cst.Attribute):
+        return code_for(expr) == name
     if isinstance(expr, cst.Call):
         return any(
             arg.keyword is None and not arg.star and _iterates(arg.value, name) for arg in expr.args
@@ -696,3 +699,10 @@ def _break_before(call: cst.Call, keyword: str) -> cst.Call:
     newline = newline.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
     args[at - 1] = args[at - 1].with_changes(comma=comma.with_changes(whitespace_after=newline))
     return call.with_changes(args=args)
+
+
+# what the trainer-class survey (`trainer.py`) reuses
+batch_sizes_nothing_else = _batch_sizes_nothing_else
+epoch_loop = _epoch_loop
+iterates = _iterates
+training_loader = _loader
