@@ -275,6 +275,14 @@ NONE_SAMPLER = (
     "loader = DataLoader(dataset, batch_size=16, shuffle=(sampler is None), sampler=sampler)\n"
 )
 TRAIN_FUNCTION = (CASES / "ACL401_train_function.py").read_text(encoding="utf-8")
+TRAINER = (CASES / "ACL401_trainer_class.py").read_text(encoding="utf-8")
+
+
+def _trainer(old: str, new: str) -> str:
+    assert old in TRAINER
+    return TRAINER.replace(old, new)
+
+
 NO_FIX = [
     pytest.param(
         _variant(WRAP, WRAP + "spare = nn.DataParallel(nn.Linear(4, 1))\n"),
@@ -307,6 +315,49 @@ NO_FIX = [
         "the model is wrapped in `BaseTrainer.__init__()`, but the class builds no DataLoader "
         "and this file runs no `.backward()`: its loaders and training loop are in other files",
         id="base-trainer",
+    ),
+    pytest.param(
+        _trainer(
+            "    trainer.train()\n", "    trainer.train()\n    Trainer(parser.parse_args())\n"
+        ),
+        "`Trainer` is not built exactly once (outside loops) in this file; the migration of "
+        "a trainer class sets the process group up in its `__init__`",
+        id="trainer-built-twice",
+    ),
+    pytest.param(
+        _trainer("    trainer.train()\n", "    trainer.train()\n    print(trainer.validate())\n"),
+        "`trainer.train()` is not the last statement of the script; the process group ends "
+        "with `Trainer.train()`",
+        id="trainer-used-after-its-epoch-method",
+    ),
+    pytest.param(
+        _trainer(
+            "        self.criterion = nn.CrossEntropyLoss()\n",
+            "        self.criterion = nn.CrossEntropyLoss()\n"
+            "        self.train_loader = list(self.train_loader)\n",
+        ),
+        "the training loader `self.train_loader` is assigned more than once",
+        id="trainer-loader-rebound",
+    ),
+    pytest.param(
+        _trainer("    def validate(self):\n", "    def validate(self):\n        DataLoader([])\n"),
+        "`DataLoader([])` builds a DataLoader elsewhere than in `Trainer.__init__()`",
+        id="trainer-loader-elsewhere",
+    ),
+    pytest.param(
+        _trainer("    trainer = Trainer(", "    os.makedirs('logs')\n    trainer = Trainer("),
+        "`os.makedirs('logs')` runs outside the trainer class `Trainer` (or before its "
+        "process group), on every process",
+        id="trainer-directory-outside",
+    ),
+    pytest.param(
+        _trainer(
+            "    def train(self):\n        for epoch",
+            "    def train(self):\n        self.fit()\n\n    def fit(self):\n        for epoch",
+        ),
+        "`Trainer.fit()`, which holds the epoch loop, is not called exactly once (outside "
+        "loops) in this file",
+        id="trainer-epoch-method-called-by-the-class",
     ),
     pytest.param(
         _variant(

@@ -252,6 +252,18 @@ def _loaders(
     loaders: list[TrainingLoader] = []
     loops: dict[cst.For | cst.While, list[str]] = {}
     loop_scope: dict[cst.For | cst.While, Scope] = {}
+    for site in facts.calls:
+        statement = tree.statement(site.node)
+        if (
+            tree.inside(site.node, cls)
+            and resolves_to(site.node.func, site.scope, DATALOADER)
+            and (statement is None or tree.block(statement) is not block)
+        ):
+            # one trained there would miss its sampler
+            raise NoFix(
+                f"`{line_of(site.node, tree)}` builds a DataLoader elsewhere than in "
+                f"`{cls.name.value}.__init__()`"
+            )
     for site in region.sites:
         if not region.in_block(site) or not resolves_to(site.node.func, site.scope, DATALOADER):
             continue
