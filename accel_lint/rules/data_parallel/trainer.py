@@ -103,7 +103,9 @@ def survey_trainer(
             f"the model is wrapped in `{cls.name.value}.{init.name.value}()`; "
             f"{_NOT_A_TRAINER} needs the wrap in `__init__`"
         )
-    scope = facts.scope_of[init]
+    scope = facts.scope_of.get(init)
+    if scope is None:
+        raise NoFix(f"`{cls.name.value}.{init.name.value}()` could not be followed")
     statement = tree.statement(site.node)
     assert isinstance(statement, cst.SimpleStatementLine)
     assign = statement.body[0]
@@ -287,7 +289,10 @@ def _loaders(
             receiver = f"self.{attr}.sampler"
             if receiver not in loops.setdefault(loop, []):
                 loops[loop].append(receiver)
-            loop_scope[loop] = facts.scope_of[method]
+            method_scope = facts.scope_of.get(method)
+            if method_scope is None:
+                raise NoFix(f"`{cls.name.value}.{method.name.value}()` could not be followed")
+            loop_scope[loop] = method_scope
         loaders.append(loader)
     if not loaders:
         raise NoFix(
