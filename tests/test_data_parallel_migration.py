@@ -360,6 +360,12 @@ NO_FIX = [
         id="trainer-epoch-method-called-by-the-class",
     ),
     pytest.param(
+        _trainer("    trainer = Trainer(", "    Trainer.save(None, 'x')\n    trainer = Trainer("),
+        "`Trainer.save(None, 'x')` calls `Trainer` itself, maybe before its `__init__` sets "
+        "the process group up",
+        id="trainer-class-called-itself",
+    ),
+    pytest.param(
         _variant(
             WRAP,
             "model = nn.Linear(4, 1).cuda()\n"
@@ -928,6 +934,14 @@ def test_a_loader_built_in_each_branch_sets_its_epoch_through_the_loader() -> No
         "    loader = DataLoader(dataset, batch_size=8 // world_size, sampler=sampler)\n"
     ) in migrated
     assert "    loader.sampler.set_epoch(epoch)\n" in migrated
+
+
+def test_a_trainer_destroys_its_group_before_the_epoch_method_returns() -> None:
+    text = _trainer(
+        '        self.save("model.pt")\n', '        self.save("model.pt")\n        return acc\n'
+    )
+    migrated = migrate(text)
+    assert "        dist.destroy_process_group()\n        return acc\n" in migrated
 
 
 def test_the_wrap_leaves_its_if_and_the_rest_stays() -> None:

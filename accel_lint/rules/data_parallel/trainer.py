@@ -26,8 +26,7 @@ from accel_lint.facts.loops import Loops
 from accel_lint.facts.syntax import is_main_test
 from accel_lint.names import Scope, resolves_to
 from accel_lint.rules.data_parallel.directories import directory_calls
-from accel_lint.rules.data_parallel.plan import Statement
-from accel_lint.rules.data_parallel.process_group import check_devices, setup_position
+from accel_lint.rules.data_parallel.process_group import check_devices, end_of, setup_position
 from accel_lint.rules.data_parallel.rank_zero import rank_zero_lines
 from accel_lint.rules.data_parallel.region import Region
 from accel_lint.rules.data_parallel.samplers import (
@@ -43,7 +42,6 @@ from accel_lint.rules.data_parallel.shape import (
     Shape,
     TrainingLoader,
     Wrap,
-    as_statement,
     depth_of,
     line_of,
 )
@@ -137,7 +135,11 @@ def survey_trainer(
             inside.add(other.node)
     region.helpers.extend(m for m in methods.values() if m is not init)
     _saves_inside(region, facts, tree, cls)
-    loaders, epoch_loops, end = _loaders(cls, init, block, scope, methods, facts, tree, region)
+    loaders, epoch_loops, epochs = _loaders(cls, init, block, scope, methods, facts, tree, region)
+    # destroyed at the end of the method with the epoch loop (before its final `return`)
+    assert isinstance(epochs.body, cst.IndentedBlock)
+    end, end_is_return = end_of(epochs.body)
+    _class_calls_outside(cls, facts, tree)
     rank_zero = rank_zero_lines(facts, tree, region, target)
     names = choose_names(
         tree.module,
@@ -154,7 +156,7 @@ def survey_trainer(
         depth=depth_of(block, tree),
         setup_before=setup_before,
         end=end,
-        end_is_return=False,
+        end_is_return=end_is_return,
         loaders=loaders,
         epoch_loops=epoch_loops,
         rank_zero=rank_zero,
@@ -183,6 +185,24 @@ def _builds_loaders(
         f"the model is wrapped in {where}, but the class builds no DataLoader and this "
         "file runs no `.backward()`: its loaders and training loop are in other files"
     )
+
+
+def _class_calls_outside(cls: cst.ClassDef, facts: FileFacts, tree: Tree) -> None:
+    """Methods run on the instance, once it is built: `Trainer.helper()` called on the
+    class itself may run before `__init__` sets the process group up."""
+    name = cls.name.value
+    for site in facts.calls:
+        func = site.node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == name
+            and not tree.inside(site.node, cls)
+        ):
+            raise NoFix(
+                f"`{line_of(site.node, tree)}` calls `{name}` itself, maybe before its "
+                "`__init__` sets the process group up"
+            )
 
 
 def _methods(cls: cst.ClassDef, facts: FileFacts) -> dict[str, cst.FunctionDef]:
@@ -248,9 +268,9 @@ def _loaders(
     facts: FileFacts,
     tree: Tree,
     region: Region,
-) -> tuple[tuple[TrainingLoader, ...], tuple[EpochLoop, ...], Statement]:
+) -> tuple[tuple[TrainingLoader, ...], tuple[EpochLoop, ...], cst.FunctionDef]:
     """The training loaders `__init__` builds, the epoch loop that trains them, and the
-    statement after which the group is destroyed (that loop)."""
+    method that holds it."""
     loaders: list[TrainingLoader] = []
     loops: dict[cst.For | cst.While, list[str]] = {}
     loop_scope: dict[cst.For | cst.While, Scope] = {}
@@ -310,7 +330,7 @@ def _loaders(
     _called_once(cls, method, facts, tree)
     epoch = epoch_loop(loop, samplers, loop_scope[loop], tree)
     assert isinstance(method.body, cst.IndentedBlock)
-    return tuple(loaders), (epoch,), as_statement(method.body.body[-1])
+    return tuple(loaders), (epoch,), method
 
 
 def _assigned_attribute(call: cst.Call, statement: cst.CSTNode | None) -> str | None:
