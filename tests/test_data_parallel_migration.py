@@ -161,6 +161,18 @@ SHAPES = {
     "ddp_helper": (["--epochs", "1"], "runs/train/last.pt"),
     # Tianxiaomo/pytorch-YOLOv4 train.py: loader and epoch loop in the `train()` it calls
     "train_function": (["--epochs", "1"], "checkpoints/model1.pth"),
+    # meetps/pytorch-semseg train.py: `while i <= train_iters` passes over the loader, and
+    # counts no epochs: the migration counts its passes for `set_epoch`
+    "while_iterations": (["--iters", "12"], "runs/best_model.pkl"),
+    # clovaai/CutMix-PyTorch train.py: one training loader per dataset branch; run both the
+    # CIFAR branch (dataset built in the call) and the ImageNet one (`train_sampler = None`)
+    "loaders_in_branches": (["--epochs", "1"], "runs/run/checkpoint.pth.tar"),
+    "loaders_in_branches+imagenet": (
+        ["--epochs", "1", "--dataset", "imagenet"],
+        "runs/run/checkpoint.pth.tar",
+    ),
+    # a trainer class: `__init__` builds the loaders and wraps `self.model`, `train()` loops
+    "trainer_class": (["--epochs", "1"], "runs/model.pt"),
     # pytorch/examples imagenet/main.py (MoCo, SimSiam): its own DDP path in `main_worker`
     "imagenet": (["--epochs", "1", "-j", "0", "--dist-backend", "gloo"], "runs/checkpoint.pth.tar"),
 }
@@ -169,6 +181,8 @@ SINGLE_PROCESS_WITHOUT_TORCHRUN = {"own_ddp", "rank_unpacked", "ddp_helper", "im
 # what the scripts write besides the checkpoint (the best one's copy, by rank 0)
 ALSO_WRITTEN = {
     "dataset_in_call": "runs/run/model_best.pth.tar",
+    "loaders_in_branches": "runs/run/model_best.pth.tar",
+    "loaders_in_branches+imagenet": "runs/run/model_best.pth.tar",
     "imagenet": "runs/model_best.pth.tar",
 }
 
@@ -179,9 +193,10 @@ def shape_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str]
     tmp = tmp_path_factory.mktemp("shapes")
     out: dict[tuple[str, str], Run] = {}
     for shape, (args, _) in SHAPES.items():
-        original = (CASES / f"ACL401_{shape}.py").read_text(encoding="utf-8")
+        case = shape.split("+")[0]  # `case+variant`: the same case file, other arguments
+        original = (CASES / f"ACL401_{case}.py").read_text(encoding="utf-8")
         # the reviewed snapshot of the migration (tests/test_cases.py keeps it current)
-        migrated = (CASES / f"ACL401_{shape}.fixed.py").read_text(encoding="utf-8")
+        migrated = (CASES / f"ACL401_{case}.fixed.py").read_text(encoding="utf-8")
         for kind, script, torchrun in [
             ("original", original, False),
             ("python", migrated, False),
@@ -254,7 +269,20 @@ IMPORTS = SCRIPT[: SCRIPT.index("\ndataset")]
 WRAP = "model = nn.DataParallel(nn.Linear(4, 1).cuda())\n"
 EPOCHS = "for epoch in range(2):\n"
 LOADER = "loader = DataLoader(dataset, batch_size=16, num_workers=2, pin_memory=True)\n"
+# pytorch/examples' ImageNet loader without its distributed branch
+NONE_SAMPLER = (
+    "sampler = None\n"
+    "loader = DataLoader(dataset, batch_size=16, shuffle=(sampler is None), sampler=sampler)\n"
+)
 TRAIN_FUNCTION = (CASES / "ACL401_train_function.py").read_text(encoding="utf-8")
+TRAINER = (CASES / "ACL401_trainer_class.py").read_text(encoding="utf-8")
+
+
+def _trainer(old: str, new: str) -> str:
+    assert old in TRAINER
+    return TRAINER.replace(old, new)
+
+
 NO_FIX = [
     pytest.param(
         _variant(WRAP, WRAP + "spare = nn.DataParallel(nn.Linear(4, 1))\n"),
@@ -275,6 +303,67 @@ NO_FIX = [
         "the wrapped model is assigned to an attribute (`holder.model = ...`); the migration "
         "follows a model held in a plain name only",
         id="assigned-to-an-attribute",
+    ),
+    pytest.param(
+        # yassouali/pytorch-segmentation's base trainer: loaders come in, the loop is a subclass's
+        IMPORTS + "\n\n\nclass BaseTrainer:\n"
+        "    def __init__(self, model, train_loader):\n"
+        "        self.train_loader = train_loader\n"
+        "        self.model = nn.DataParallel(model)\n\n"
+        "    def _train_epoch(self, epoch):\n"
+        "        raise NotImplementedError\n",
+        "the model is wrapped in `BaseTrainer.__init__()`, but the class builds no DataLoader "
+        "and this file runs no `.backward()`: its loaders and training loop are in other files",
+        id="base-trainer",
+    ),
+    pytest.param(
+        _trainer(
+            "    trainer.train()\n", "    trainer.train()\n    Trainer(parser.parse_args())\n"
+        ),
+        "`Trainer` is not built exactly once (outside loops) in this file; the migration of "
+        "a trainer class sets the process group up in its `__init__`",
+        id="trainer-built-twice",
+    ),
+    pytest.param(
+        _trainer("    trainer.train()\n", "    trainer.train()\n    print(trainer.validate())\n"),
+        "`trainer.train()` is not the last statement of the script; the process group ends "
+        "with `Trainer.train()`",
+        id="trainer-used-after-its-epoch-method",
+    ),
+    pytest.param(
+        _trainer(
+            "        self.criterion = nn.CrossEntropyLoss()\n",
+            "        self.criterion = nn.CrossEntropyLoss()\n"
+            "        self.train_loader = list(self.train_loader)\n",
+        ),
+        "the training loader `self.train_loader` is assigned more than once",
+        id="trainer-loader-rebound",
+    ),
+    pytest.param(
+        _trainer("    def validate(self):\n", "    def validate(self):\n        DataLoader([])\n"),
+        "`DataLoader([])` builds a DataLoader elsewhere than in `Trainer.__init__()`",
+        id="trainer-loader-elsewhere",
+    ),
+    pytest.param(
+        _trainer("    trainer = Trainer(", "    os.makedirs('logs')\n    trainer = Trainer("),
+        "`os.makedirs('logs')` runs outside the trainer class `Trainer` (or before its "
+        "process group), on every process",
+        id="trainer-directory-outside",
+    ),
+    pytest.param(
+        _trainer(
+            "    def train(self):\n        for epoch",
+            "    def train(self):\n        self.fit()\n\n    def fit(self):\n        for epoch",
+        ),
+        "`Trainer.fit()`, which holds the epoch loop, is not called exactly once (outside "
+        "loops) in this file",
+        id="trainer-epoch-method-called-by-the-class",
+    ),
+    pytest.param(
+        _trainer("    trainer = Trainer(", "    Trainer.save(None, 'x')\n    trainer = Trainer("),
+        "`Trainer.save(None, 'x')` calls `Trainer` itself, maybe before its `__init__` sets "
+        "the process group up",
+        id="trainer-class-called-itself",
     ),
     pytest.param(
         _variant(
@@ -435,8 +524,16 @@ NO_FIX = [
     ),
     pytest.param(
         _variant(EPOCHS, "epoch = 0\nwhile epoch < 2:\n"),
-        "the epoch loop around `loader` is a `while` loop",
+        "the epoch loop around `loader` is a `while` loop that counts no epochs (`epoch += 1` "
+        "in its body, before the loader is read), and the name `epoch` a count of its passes "
+        "needs is taken",
         id="while-epochs",
+    ),
+    pytest.param(
+        _variant(EPOCHS, "epoch = 0\nwhile epoch < 2:\n") + "    epoch += 1\n",
+        "the epoch loop around `loader` is a `while` loop that counts its epochs after the "
+        "loader is read",
+        id="while-counted-after",
     ),
     pytest.param(
         _variant(EPOCHS, "for step, epoch in enumerate(range(2)):\n"),
@@ -454,8 +551,47 @@ NO_FIX = [
         id="own-sampler",
     ),
     pytest.param(
-        _variant(LOADER, "loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=16)\n"),
-        "the dataset of `loader` is built in the call, and the name `dataset` is taken",
+        _variant(LOADER, NONE_SAMPLER + "print(sampler)\n"),
+        "`sampler`, the sampler of `loader`, is also read elsewhere",
+        id="none-sampler-read-elsewhere",
+    ),
+    pytest.param(
+        _variant(LOADER, NONE_SAMPLER) + "\n\ndef report():\n    return sampler\n",
+        "`sampler`, the sampler of `loader`, is also read elsewhere",
+        id="none-sampler-read-in-a-function",
+    ),
+    pytest.param(
+        _variant(LOADER, NONE_SAMPLER.replace("(sampler is None)", "True")),
+        "`loader` has `sampler=sampler` and a `shuffle=` of its own",
+        id="none-sampler-own-shuffle",
+    ),
+    pytest.param(
+        _variant(LOADER, NONE_SAMPLER.replace("sampler = None\n", "")).replace(
+            "dataset = TensorDataset", "sampler = None\ndataset = TensorDataset"
+        ),
+        "`sampler = None` does not follow the dataset of `loader`",
+        id="none-sampler-before-the-dataset",
+    ),
+    pytest.param(
+        _variant(
+            LOADER,
+            "if len(dataset) > 32:\n"
+            "    loader = DataLoader(dataset, batch_size=16)\n"
+            "else:\n"
+            "    loader = DataLoader(dataset, batch_size=8)\n"
+            "loader = DataLoader(dataset, batch_size=4)\n",
+        ),
+        "the training loader `loader` is assigned more than once",
+        id="loader-in-branches-and-after",
+    ),
+    pytest.param(
+        _variant(
+            LOADER,
+            "loader_dataset = None\n"
+            "loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=16)\n",
+        ),
+        "the dataset of `loader` is built in the call, and the names `dataset` and "
+        "`loader_dataset` are taken",
         id="inline-dataset-name-taken",
     ),
     pytest.param(
@@ -485,8 +621,8 @@ NO_FIX = [
         id="save-on-a-shared-line",
     ),
     pytest.param(
-        _variant("import torch\n", "import torch\nsampler = None\n"),
-        "the script already uses the name `sampler`",
+        _variant("import torch\n", "import torch\nsampler = loader_sampler = None\n"),
+        "the script already uses the names `sampler` and `loader_sampler`",
         id="sampler-name-taken",
     ),
     pytest.param(
@@ -750,6 +886,62 @@ def test_a_device_count_that_only_picks_devices_is_dropped() -> None:
         ")\noptimizer"
     ) in migrated
     assert "if ngpu > 1:" not in migrated
+
+
+def test_a_while_loop_that_counts_no_epochs_gets_a_count_of_its_passes() -> None:
+    text = _variant(EPOCHS, "step = 0\nwhile step < 8:\n").replace(
+        "        loss.backward()\n", "        loss.backward()\n        step += 1\n"
+    )
+    migrated = migrate(text)
+    assert (
+        "epoch = 0\n"
+        "while step < 8:\n"
+        "    sampler.set_epoch(epoch)\n"
+        "    epoch += 1\n"
+        "    for x, y in loader:\n"
+    ) in migrated
+    # the counter is the script's only `epoch`: a taken name is a refusal (`while-epochs`)
+    assert migrated.count("epoch = 0") == 1
+
+
+def test_a_none_sampler_becomes_the_distributed_sampler() -> None:
+    migrated = migrate(_variant(LOADER, NONE_SAMPLER))
+    assert (
+        "sampler = DistributedSampler(dataset, shuffle=True)\n"
+        "loader = DataLoader(\n"
+        "    dataset, batch_size=16 // world_size, shuffle=(sampler is None), sampler=sampler\n"
+        ")\n"
+    ) in migrated
+    assert "    sampler.set_epoch(epoch)\n" in migrated
+
+
+def test_a_loader_built_in_each_branch_sets_its_epoch_through_the_loader() -> None:
+    text = _variant(
+        LOADER,
+        "if len(dataset) > 32:\n"
+        "    loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=16)\n"
+        "else:\n"
+        "    loader = DataLoader(dataset, batch_size=8, shuffle=True)\n",
+    )
+    migrated = migrate(text)
+    assert (
+        "if len(dataset) > 32:\n"
+        "    loader_dataset = TensorDataset(torch.randn(64, 4))\n"
+        "    sampler = DistributedSampler(loader_dataset, shuffle=False)\n"
+        "    loader = DataLoader(loader_dataset, batch_size=16 // world_size, sampler=sampler)\n"
+        "else:\n"
+        "    sampler = DistributedSampler(dataset, shuffle=True)\n"
+        "    loader = DataLoader(dataset, batch_size=8 // world_size, sampler=sampler)\n"
+    ) in migrated
+    assert "    loader.sampler.set_epoch(epoch)\n" in migrated
+
+
+def test_a_trainer_destroys_its_group_before_the_epoch_method_returns() -> None:
+    text = _trainer(
+        '        self.save("model.pt")\n', '        self.save("model.pt")\n        return acc\n'
+    )
+    migrated = migrate(text)
+    assert "        dist.destroy_process_group()\n        return acc\n" in migrated
 
 
 def test_the_wrap_leaves_its_if_and_the_rest_stays() -> None:

@@ -9,23 +9,25 @@ exist_ok=True)`, which only tolerates what another process created.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from accel_lint.edits import add_keyword, code_for
+from accel_lint.facts import CallSite
 from accel_lint.names import resolves_to
 from accel_lint.rules.data_parallel.plan import Plan
-from accel_lint.rules.data_parallel.region import Region
 from accel_lint.rules.data_parallel.shape import NoFix, Shape
 
 _MKDIR = frozenset({"os.mkdir"})
 _MAKEDIRS = frozenset({"os.makedirs"})
 
 
-def directory_calls(region: Region) -> tuple[cst.Call, ...]:
-    """`os.mkdir(...)` and `os.makedirs(...)` calls that run once the process group
-    exists and may fail when the directory exists."""
+def directory_calls(sites: Sequence[CallSite]) -> tuple[cst.Call, ...]:
+    """`os.mkdir(...)` and `os.makedirs(...)` calls among `sites` (those that run once
+    the process group exists) that may fail when the directory exists."""
     found: list[cst.Call] = []
-    for site in region.sites:
+    for site in sites:
         call = site.node
         mkdir = resolves_to(call.func, site.scope, _MKDIR)
         if not mkdir and not resolves_to(call.func, site.scope, _MAKEDIRS):

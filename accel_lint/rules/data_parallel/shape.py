@@ -71,6 +71,12 @@ class TrainingLoader:
     sampler: str  # the name the DistributedSampler is bound to
     depth: int  # how many blocks deep its line is
     in_helper: bool = False  # in the function the anchor block calls to train
+    # `train_sampler = None` before a loader given `sampler=train_sampler` (the ImageNet
+    # template without its distributed path): the sampler is built there instead
+    none_sampler: cst.Assign | None = None
+    # the loader's name is bound in several branches of one `if`: `set_epoch` goes
+    # through `<loader>.sampler`, whichever branch built it
+    branches: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,8 @@ class EpochLoop:
     samplers: tuple[str, ...]
     # a `while` loop's `epochs += 1`: `set_epoch` goes right after it
     after: cst.BaseStatement | None = None
+    # a `while` loop that counts no epochs: `epoch` is a new counter of its passes
+    counts: bool = False
 
 
 @dataclass(frozen=True)

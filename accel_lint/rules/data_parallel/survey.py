@@ -22,6 +22,7 @@ from accel_lint.rules.data_parallel.shape import (
     depth_of,
 )
 from accel_lint.rules.data_parallel.spelling import choose_names
+from accel_lint.rules.data_parallel.trainer import is_trainer_wrap, survey_trainer
 from accel_lint.rules.data_parallel.tree import Tree
 from accel_lint.rules.data_parallel.wrap import find_wrap, import_statement, isinstance_references
 
@@ -37,6 +38,9 @@ def survey_script(
     the same model wrapped in the other branches of one `if`)."""
     if facts.is_distributed:
         raise NoFix(ALREADY_DISTRIBUTED)
+    if not branches and is_trainer_wrap(site.node, tree):
+        # `self.model = DataParallel(self.model)` in a trainer class's `__init__`
+        return survey_trainer(site, facts, tree, references)
     scope = site.scope
     wrap, block = find_wrap(site.node, scope, tree, facts, branches)
     check_devices(facts, tree)
@@ -67,6 +71,6 @@ def survey_script(
         epoch_loops=epoch_loops,
         rank_zero=rank_zero,
         references=renamed,
-        directories=directory_calls(region),
+        directories=directory_calls(region.sites),
         names=names,
     )

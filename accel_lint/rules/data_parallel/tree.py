@@ -84,6 +84,20 @@ class Tree:
                 return False
         return False
 
+    def exclusive(self, first: cst.BaseStatement, second: cst.BaseStatement) -> bool:
+        """The statements lie in different branches of one `if`/`elif`/`else` chain, with
+        no loop around it in their function: no run executes both."""
+        around_second = {id(n) for n in (second, *self.ancestors(second))}
+        common = next((n for n in (first, *self.ancestors(first)) if id(n) in around_second), None)
+        if not isinstance(common, cst.If) or common is first or common is second:
+            return False
+        for ancestor in self.ancestors(common):
+            if isinstance(ancestor, (cst.For, cst.While)):
+                return False
+            if isinstance(ancestor, _NEW_SCOPE):
+                break
+        return True
+
     def loops(self, node: cst.CSTNode, container: cst.CSTNode) -> list[Loop]:
         """The loops around `node` inside `container`, innermost first."""
         found: list[Loop] = []

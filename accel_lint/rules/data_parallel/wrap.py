@@ -16,6 +16,7 @@ import libcst as cst
 
 from accel_lint.edits import code_for
 from accel_lint.facts import FileFacts, int_value
+from accel_lint.facts.loops import Loops
 from accel_lint.facts.syntax import is_main_test
 from accel_lint.layout import fits, split_call
 from accel_lint.names import BindingKind, Scope, dotted_name, resolves_to
@@ -31,7 +32,7 @@ from accel_lint.rules.data_parallel.shape import (
 )
 from accel_lint.rules.data_parallel.source import expression
 from accel_lint.rules.data_parallel.tree import Block, Tree, descendants
-from accel_lint.torch_api import CUDA_DEVICE_COUNT, MODULE_RETURNS_SELF
+from accel_lint.torch_api import CUDA_DEVICE_COUNT, DATALOADER, MODULE_RETURNS_SELF
 
 _PARAMS = ("module", "device_ids", "output_device", "dim")
 _MOVES = frozenset({"to", "cuda"})
@@ -51,7 +52,10 @@ def find_wrap(
     `branches` are the other calls wrapping the same model in the other branches of
     one `if` (`exclusive_wraps`): the anchor is found from that `if`, and each wrap
     stays in its branch."""
-    statement, target, chained = _assigned_wrap(call, tree)
+    try:
+        statement, target, chained = _assigned_wrap(call, tree)
+    except NoFix as refused:
+        raise NoFix(f"{refused}{_nothing_trains_here(call, tree, facts)}") from None
     module_arg, devices, count = _arguments(call, scope)
     # a move counts when it runs before the wrap on every path: before the `if` whose
     # branches wrap, not in a sibling branch
@@ -94,6 +98,29 @@ def _assigned_wrap(
     ):
         raise NoFix(_not_assigned_to_a_name(statement, chained or call))
     return statement, statement.body[0].targets[0].target.value, chained
+
+
+def _nothing_trains_here(call: cst.Call, tree: Tree, facts: FileFacts) -> str:
+    """For a wrap held in `self.<attr>` by a trainer class: whether its loaders and
+    training loop are in this file at all (a base trainer gets them from others)."""
+    statement = tree.statement(call)
+    assign = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+    if not (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0].target, cst.Attribute)
+        and isinstance(assign.targets[0].target.value, cst.Name)
+        and assign.targets[0].target.value.value == "self"
+    ):
+        return ""
+    loaders = any(resolves_to(s.node.func, s.scope, DATALOADER) for s in facts.calls)
+    trains = bool(Loops.of(facts).training_loops())
+    if loaders or trains:
+        return ""
+    return (
+        "; this file also builds no DataLoader and runs no `.backward()`, so its "
+        "training, if any, happens in other files"
+    )
 
 
 def _not_assigned_to_a_name(statement: cst.CSTNode | None, wrapped: cst.Call) -> str:
@@ -618,3 +645,10 @@ def _leave_guards(wrap: Wrap, new_line: cst.SimpleStatementLine, plan: Plan) -> 
         plan.rewrite(outermost, lambda node: node.with_changes(leading_lines=()))
     else:
         plan.insert_after(outermost, [new_line.with_changes(leading_lines=leading)])
+
+
+# what the trainer-class survey (`trainer.py`) reuses
+anchor_block = _anchor_block
+arguments = _arguments
+count_only_picks_devices = _count_only_picks_devices
+placement = _placement
