@@ -87,17 +87,16 @@ def _lint_source(
     reparser: Reparser | None = None,
 ) -> FileReport:
     try:
-        if (
-            not _may_match(settings.codes_for(path), data)
-            and syntax_check(path, source.text) is None
-        ):
+        codes = settings.codes_for(path)
+        entries = [entry for entry in RULES if entry.code in codes and entry.may_match(data)]
+        if not entries and syntax_check(path, source.text) is None:
             return FileReport(path)  # no rule can match and CPython accepts it: no libcst
         # libcst and the rules load only for files a rule may match (or CPython rejects)
-        from accel_lint.engine import analyze, diagnostics, rules_for
+        from accel_lint.engine import analyze, diagnostics
         from accel_lint.parse import analysis_conditions
 
         with analysis_conditions():
-            rules = rules_for(settings.codes_for(path), data)
+            rules = [entry.rule for entry in entries]
             analysis = analyze(path, source, settings, rules, reparser=reparser)
             found = diagnostics(analysis, with_edits=with_edits)
             note = analysis.note
@@ -142,10 +141,6 @@ def _unfixable(diag: Diagnostic, reason: str) -> Diagnostic:
 
 def _cell_order(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(diagnostics, key=lambda d: (d.cell or 0, d.row, d.column, d.code))
-
-
-def _may_match(codes: frozenset[str], data: bytes) -> bool:
-    return any(entry.code in codes and entry.may_match(data) for entry in RULES)
 
 
 def _lint_hashed(path: str, settings: Settings, with_edits: bool) -> tuple[FileReport, str | None]:
