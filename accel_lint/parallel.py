@@ -222,9 +222,29 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+# Set once a pool's workers were ended mid-run (Ctrl-C, SIGTERM). The pool's manager
+# thread may then wait for good on a result a killed worker was writing (the pipe
+# stays open: this process holds its other end), and the interpreter joins that
+# thread at exit: the command leaves with `exit_if_abandoned` instead.
+abandoned = False
+
+
+def exit_if_abandoned(code: int) -> None:
+    """After a pool was abandoned: flush what is written and exit at once, without
+    the interpreter's shutdown (it would join the pool's manager thread)."""
+    if not abandoned:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 def _stop(executor: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers now (Ctrl-C): waiting for
     a worker to finish a large file would keep the user waiting."""
+    global abandoned
+    abandoned = True
     # taken before shutdown(), which forgets them (`_processes = None`)
     processes = list((getattr(executor, "_processes", None) or {}).values())
     for process in processes:

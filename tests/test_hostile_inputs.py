@@ -359,6 +359,66 @@ def test_ctrl_c_on_a_running_parallel_check_ends_it_at_once_with_130(tmp_path: P
             time.sleep(0.01)
 
 
+# A check whose first worker is ending a file with a large report (the pipe to the
+# parent holds 64 KB): the marker says the report is on its way.
+_BIG_REPORT = """
+import sys, time
+from pathlib import Path
+import accel_lint.lint as lint
+from accel_lint.diagnostic import Diagnostic
+from accel_lint.cli import main
+
+marker = Path(sys.argv[1])
+
+def slow_or_big(path, settings, with_edits):
+    if path.endswith("a.py"):
+        report = lint.FileReport(path, internal_error="x" * 300_000_000)
+        marker.write_text("")
+        return report, None
+    time.sleep(120)
+    return lint.FileReport(path), None
+
+lint._lint_hashed = slow_or_big
+sys.argv = ["accel-lint", "check", "--no-cache", "-j", "2", *sys.argv[2:]]
+main()
+"""
+
+
+def test_ctrl_c_while_a_worker_sends_a_large_report_still_exits(tmp_path: Path) -> None:
+    """A worker ended while it writes its result leaves the pool's manager thread
+    waiting for the rest of it for good, and the interpreter joins that thread at
+    exit: `accel-lint: interrupted` was printed and the process never ended. The
+    run now leaves at once (130) once its pool is abandoned."""
+    import signal
+    import time
+
+    files = []
+    for name in ("a.py", *(f"b{i}.py" for i in range(9))):
+        (tmp_path / name).write_text(TRAIN)
+        files.append(name)
+    marker = tmp_path / "marker"
+    (tmp_path / "drive.py").write_text(_BIG_REPORT)
+    proc = subprocess.Popen(
+        [sys.executable, "drive.py", str(marker), *files],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        while proc.poll() is None and not marker.exists():
+            time.sleep(0.01)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(1.0)  # the 300 MB report is being pickled and written meanwhile
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)  # a hang guard: it hung for good before
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err.decode()
+    assert b"accel-lint: interrupted" in err and b"Traceback" not in err
+
+
 def _status(pid: str) -> str:
     try:
         return Path(f"/proc/{pid}/status").read_text()

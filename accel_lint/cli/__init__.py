@@ -97,11 +97,23 @@ class _LazyGroup(click.Group):
             raise click.exceptions.Exit(0) from None
         except KeyboardInterrupt:
             click.echo("accel-lint: interrupted", err=True)
+            _exit_if_pool_abandoned(EXIT_INTERRUPTED)
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        except SystemExit as exc:  # SIGTERM during a parallel run (`parallel.py`)
+            _exit_if_pool_abandoned(exc.code if isinstance(exc.code, int) else 1)
+            raise
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception:
             raise _internal_error() from None
+
+
+def _exit_if_pool_abandoned(code: int) -> None:
+    """A run whose worker pool was stopped mid-run exits at once (`parallel.py`);
+    a run that never started one never imports it."""
+    parallel = sys.modules.get("accel_lint.parallel")
+    if parallel is not None:
+        parallel.exit_if_abandoned(code)
 
 
 def _internal_error() -> click.exceptions.Exit:
