@@ -152,6 +152,9 @@ def parse(
             return Parsed(None, too_deep(path, row, column, why))
         if wanted is not None and not wanted(tree):
             return Parsed(None)
+        # from here on only its statements are read (positions, the incremental
+        # reparse, where libcst fails): its expressions go before libcst's tree is built
+        statements_only(tree)
 
     try:
         # what CPython rejects is never spliced: the whole text decides the ACL000
@@ -199,6 +202,31 @@ def _column(text: str, row: int, offset: int) -> int:
     if 0 < row <= len(lines):
         return max(1, min(offset, len(lines[row - 1]) + 1))
     return max(1, offset)
+
+
+# -- what is kept of CPython's tree -------------------------------------------------
+
+# The fields that hold statements (or the handlers and cases that hold them), and
+# the decorators that decide where a decorated statement starts.
+_STATEMENT_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases", "decorator_list"})
+
+
+def statements_only(tree: ast.Module) -> None:
+    """Drop, in place, every part of CPython's tree but its statements (their kind,
+    lines and columns, their blocks, their decorators). CPython's tree of a file
+    costs about a fifth of libcst's tree of it, and most of it is expressions, which
+    nothing reads once libcst has the file: without them the two trees alive at
+    once while libcst parses cost about that much less (docs/performance.md)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for name in node._fields:
+            if name in _STATEMENT_FIELDS:
+                value = getattr(node, name, None)
+                if isinstance(value, list) and name != "decorator_list":
+                    stack.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(node, ast.stmt | ast.excepthandler | ast.match_case):
+                setattr(node, name, None)
 
 
 # -- how deep a tree is ------------------------------------------------------------
