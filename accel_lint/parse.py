@@ -208,7 +208,9 @@ def _column(text: str, row: int, offset: int) -> int:
 
 # The fields that hold statements (or the handlers and cases that hold them), and
 # the decorators that decide where a decorated statement starts.
-_STATEMENT_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases", "decorator_list"})
+_STATEMENT_FIELDS = frozenset(
+    {"body", "orelse", "finalbody", "handlers", "cases", "decorator_list"}
+)
 
 
 def statements_only(tree: ast.Module) -> None:
