@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from accel_lint.diagnostic import Diagnostic, parse_error
-from accel_lint.incremental import Reparser
+from accel_lint.incremental import Reparser, parse_in_parts
 from accel_lint.source import compile_ast
 
 # Real code stays far below this (99.9% of 24,000 files from PyPI packages and
@@ -160,6 +160,8 @@ def parse(
         # what CPython rejects is never spliced: the whole text decides the ACL000
         if reparser is not None and rejected is None:
             module = reparser.parse_module(text, tree)
+        elif tree is not None:
+            module = parse_in_parts(text, tree)  # a large file: a part at a time
         else:
             module = cst.parse_module(text)
     except LIBCST_ERRORS as exc:
