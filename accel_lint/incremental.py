@@ -307,7 +307,7 @@ def _same_indent(module: cst.Module, region: cst.Module, first: int, stop: int) 
 # parses while it parses (the tree it returns is about 31 bytes per byte): a 5 MB
 # file took 2.6 GB. Parsed in parts of this size, the parser's own memory stays
 # that of one part (docs/performance.md, "Large files").
-PART_CHARS = 256 * 1024
+PART_CHARS = 64 * 1024
 
 
 def parse_in_parts(text: str, tree: ast.Module, part_chars: int = PART_CHARS) -> cst.Module:
@@ -345,11 +345,15 @@ def parse_in_parts(text: str, tree: ast.Module, part_chars: int = PART_CHARS) ->
             statements[0] = statements[0].with_changes(
                 leading_lines=[*part.header, *statements[0].leading_lines]
             )
-        if any(_compound(s) for s in statements):
+        if any(_indents(s) for s in statements):
             if indent is None:
                 indent = part.default_indent  # the file's first block is in this part
             elif part.default_indent != indent:
-                return cst.parse_module(text)
+                # libcst leaves unset the indentation of a block that is the default,
+                # which this part detected on its own: give its blocks the file's
+                joined = cst.Module(statements).visit(_Reindent(part.default_indent, indent))
+                statements = list(joined.body)
+                del joined
         if number < len(bounds) - 1 and (part.footer or not part.has_trailing_newline):
             return cst.parse_module(text)
         body.extend(statements)
@@ -389,3 +393,42 @@ def _cuts(lines: list[str], tree: ast.Module, part_chars: int) -> list[int]:
         cuts.append(end)
         size = 0
     return cuts
+
+
+def _indents(statement: cst.CSTNode) -> bool:
+    """Whether a top-level statement holds an indented block: the first one of a file
+    decides its default indentation. A clause whose body is on its header's line
+    holds nothing nested."""
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Match) or isinstance(
+            getattr(node, "body", None), cst.IndentedBlock
+        ):
+            return True
+        for name in ("orelse", "finalbody"):
+            value = getattr(node, name, None)
+            if isinstance(value, cst.CSTNode):
+                stack.append(value)
+        stack.extend(getattr(node, "handlers", ()))
+    return False
+
+
+class _Reindent(cst.CSTTransformer):
+    """A part's blocks with the file's default indentation instead of the part's."""
+
+    def __init__(self, part: str, file: str) -> None:
+        super().__init__()
+        self.part, self.file = part, file
+
+    def _wanted(self, indent: str | None) -> str | None:
+        actual = self.part if indent is None else indent
+        return None if actual == self.file else actual
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return updated_node.with_changes(indent=self._wanted(updated_node.indent))
+
+    def leave_Match(self, original_node: cst.Match, updated_node: cst.Match) -> cst.Match:
+        return updated_node.with_changes(indent=self._wanted(updated_node.indent))
