@@ -315,9 +315,11 @@ def parse_in_parts(text: str, tree: ast.Module, part_chars: int = PART_CHARS) ->
     joined, for a text longer than `part_chars`. `tree`: CPython's tree of `text`
     (its statements' lines are enough). A part starts only at a top-level
     statement whose leading lines are empty or column-0 comments (never part of the
-    block before them), as the reparse of an edit does; the parts' defaults
-    (indentation, line ending) must agree, and a part that does not end where its
-    last statement does, or that libcst rejects, makes it parse the whole text."""
+    block before them), as the reparse of an edit does. A part that detected another
+    default indentation than the file's first block gets its blocks' indentation as
+    the whole parse gives it; parts with different line endings, a part that does
+    not end where its last statement does, or one that libcst rejects, make it
+    parse the whole text (which decides what to report)."""
     lines = _lines(text)
     if lines is None or len(text) <= part_chars:
         return cst.parse_module(text)
