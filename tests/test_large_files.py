@@ -197,3 +197,26 @@ def test_checking_a_large_module_peaks_under_400_bytes_per_byte(tmp_path: Path) 
     assert code == 1, out.stderr  # findings
     # before: 650 bytes per byte of this file; now about 250
     assert peak / big.stat().st_size < 400
+
+
+def test_a_fix_rebuilds_only_the_nodes_on_the_way_to_what_it_replaces() -> None:
+    """libcst's transform rebuilt every node of the module for each pass (a second
+    tree as large as the file's); the result is the same text."""
+    from accel_lint.edits import Replacer, replaced
+
+    text = "import torch\n\n\ndef f():\n    return torch.zeros(3).cuda()\n\n\nx = [1, 2]\n"
+    module = cst.parse_module(text)
+    function = module.body[1]
+    assert isinstance(function, cst.FunctionDef)
+    returned = function.body.body[0].body[0]  # type: ignore[attr-defined]
+    call = returned.value
+    new = cst.parse_expression("torch.zeros(3, device='cuda')")
+    fixed = replaced(module, {call: new})
+    assert fixed.code == module.visit(Replacer({call: new})).code
+    assert fixed.code == text.replace("torch.zeros(3).cuda()", "torch.zeros(3, device='cuda')")
+    assert fixed.body[0] is module.body[0] and fixed.body[2] is module.body[2]  # shared
+    assert fixed.body[1] is not function
+    # a node the walk does not reach (punctuation) is still replaced, the whole way
+    comma = module.body[2].body[0].value.elements[0].comma  # type: ignore[attr-defined]
+    spaced = replaced(module, {comma: cst.Comma(whitespace_after=cst.SimpleWhitespace("  "))})
+    assert spaced.code.endswith("x = [1,  2]\n")
