@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping
 import libcst as cst
 
 from accel_lint.rule import Replacement
+from accel_lint.walk import NODE_TYPES, child_fields, is_node_type
 
 _EMPTY_MODULE = cst.Module([])
 
@@ -21,6 +22,55 @@ class Replacer(cst.CSTTransformer):
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Replacement:  # type: ignore[override]
         return self.replacements.get(original_node, updated_node)
+
+
+class _PathReplacer(Replacer):
+    """A `Replacer` that descends only into the nodes on the way to a replaced one:
+    every other subtree is kept as it is, shared with the tree visited."""
+
+    def __init__(
+        self, replacements: Mapping[cst.CSTNode, Replacement], paths: set[cst.CSTNode]
+    ) -> None:
+        super().__init__(replacements)
+        self.paths = paths
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node in self.paths
+
+
+def replaced(module: cst.Module, replacements: Mapping[cst.CSTNode, Replacement]) -> cst.Module:
+    """`module` with `replacements` made, as `module.visit(Replacer(replacements))`
+    makes them, but rebuilding only the nodes on the way to a replaced node: libcst's
+    transform rebuilds every node, a second tree as large as the file's (gigabytes at
+    5 MB) for a fix that changes one line. One walk over the tree (the fields the
+    rules' walk descends) finds those paths; a replaced node it cannot reach
+    (punctuation, whitespace) falls back to the full transform."""
+    if not replacements:
+        return module
+    paths: set[cst.CSTNode] = set()
+    found = 0
+    stack: list[tuple[cst.CSTNode, int]] = [(module, 0)]
+    path: list[cst.CSTNode] = []  # the ancestors of the node taken off the stack
+    node_types = NODE_TYPES
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        if node in replacements:
+            found += 1
+            paths.update(path)
+        path.append(node)
+        for name in child_fields(type(node)):
+            value = getattr(node, name)
+            kind = type(value)
+            for child in value if kind is list or kind is tuple else (value,):
+                known = node_types.get(type(child))
+                if known or (known is None and is_node_type(type(child))):
+                    stack.append((child, depth + 1))
+    if found < len(replacements):
+        return module.visit(Replacer(replacements))
+    result = module.visit(_PathReplacer(replacements, paths))
+    assert isinstance(result, cst.Module)
+    return result
 
 
 def code_for(node: cst.CSTNode) -> str:

@@ -132,7 +132,10 @@ def _fix_loop(
             chosen = choose_fixes(analysis, analysis.findings, unsafe)
             if not chosen:
                 if applied:
-                    return _laid_out(path, source, settings, rules, applied, analysis, refused)
+                    # handed over, not shared: the layout drops it before its own parse
+                    held = [analysis]
+                    del analysis
+                    return _laid_out(path, source, settings, rules, applied, held, refused)
                 return FixOutcome(path, source, text, applied, analysis)
             new_text, kept = _checked(analysis, chosen, analysis.scopes(), refused)
             if kept:
@@ -144,8 +147,12 @@ def _fix_loop(
         )
         text = new_text
         # the next pass parses the fixed text: this pass's tree goes first, so one
-        # file never holds two trees at once (they were each gigabytes at 5 MB)
-        del analysis, chosen
+        # file never holds two trees at once (they were each gigabytes at 5 MB).
+        # The cyclic collector is off while a file is analysed (`analysis_conditions`):
+        # the analysis's cycles (scopes and their bindings) must be broken, or they
+        # would keep every pass's tree alive until the file is done
+        analysis.release()
+        del analysis, chosen, kept
         # a fix can bring in another rule's trigger words (a DDP migration makes the
         # script distributed, and its `torch.load` then needs map_location): the next
         # pass also runs the enabled rules the fixed text may now match
@@ -250,22 +257,36 @@ def _laid_out(
     settings: Settings,
     rules: Sequence[type[Rule]],
     applied: list[AppliedFix],
-    analysis: Analysis,
+    held: list[Analysis],
     refused: dict[tuple[str, ...], str],
 ) -> FixOutcome:
     """The fixed file with the lines its fixes made too long split (`layout.laid_out`),
-    and the analysis of that text, so remaining findings point at the right lines."""
+    and the analysis of that text, so remaining findings point at the right lines.
+
+    `held` holds the analysis of the fixed text, and only it does: when the layout
+    changes the text, that analysis and its tree go before the laid-out text is
+    parsed, so that one file never holds two trees at once."""
+    analysis = held.pop()
     assert analysis.module is not None
     module = laid_out(source.text, analysis.module, MAX_ITERATIONS)
     if module is analysis.module:
         return FixOutcome(path, source, module.code, applied, analysis)
-    final = analyze(path, Source(module.code, source.encoding), settings, rules, by_calls=False)
+    fixed_text = analysis.source.text  # the text that tree was parsed from
+    reported = _reported(analysis)
+    laid_text = module.code
+    analysis.release()
+    del analysis, module
+    final = analyze(path, Source(laid_text, source.encoding), settings, rules, by_calls=False)
     _say_refused(final, refused)
-    if final.error is None and _reported(final) != _reported(analysis):
+    if final.error is None and _reported(final) != reported:
         # the layout moved a comment that decides what is reported (a suppression it
         # does not know as bound to its line): the fixed lines stay long, a finding
         # that was suppressed is never unsuppressed, and so never fixed by a next pass
-        return FixOutcome(path, source, analysis.module.code, applied, analysis)
+        final.release()
+        del final
+        kept = analyze(path, Source(fixed_text, source.encoding), settings, rules, by_calls=False)
+        _say_refused(kept, refused)
+        return FixOutcome(path, source, fixed_text, applied, kept)
     if final.error is not None:
         return FixOutcome(
             path,
@@ -277,4 +298,4 @@ def _laid_out(
             f"({final.error.message}); the file was left unchanged. "
             "This is a bug in accel-lint: please report it.",
         )
-    return FixOutcome(path, source, module.code, applied, final)
+    return FixOutcome(path, source, laid_text, applied, final)

@@ -80,7 +80,8 @@ class Reparser:
         if spliced is not None:
             self._last = spliced
             return spliced.module
-        module = cst.parse_module(text)  # raises what the caller reports
+        # raises what the caller reports; a large text is parsed a part at a time
+        module = parse_in_parts(text, tree) if tree is not None else cst.parse_module(text)
         self._last = None
         if lines is not None and text.endswith("\n"):
             spans = _spans_from_tree(module, tree, len(lines)) if tree is not None else None
@@ -298,3 +299,138 @@ def _same_indent(module: cst.Module, region: cst.Module, first: int, stop: int) 
         return True  # the region's first block is the file's first: the same default
     # the first block is after the region now; it must have been there before too
     return not any(_compound(s) for s in module.body[first:stop])
+
+
+# -- a large file in parts ------------------------------------------------------------
+
+# libcst's native parser needs about 400 bytes of memory per byte of the text it
+# parses while it parses (the tree it returns is about 31 bytes per byte): a 5 MB
+# file took 2.6 GB. Parsed in parts of this size, the parser's own memory stays
+# that of one part (docs/performance.md, "Large files").
+PART_CHARS = 64 * 1024
+
+
+def parse_in_parts(text: str, tree: ast.Module, part_chars: int = PART_CHARS) -> cst.Module:
+    """`cst.parse_module(text)`, parsed a run of top-level statements at a time and
+    joined, for a text longer than `part_chars`. `tree`: CPython's tree of `text`
+    (its statements' lines are enough). A part starts only at a top-level
+    statement whose leading lines are empty or column-0 comments (never part of the
+    block before them), as the reparse of an edit does. A part that detected another
+    default indentation than the file's first block gets its blocks' indentation as
+    the whole parse gives it; parts with different line endings, a part that does
+    not end where its last statement does, or one that libcst rejects, make it
+    parse the whole text (which decides what to report)."""
+    lines = _lines(text)
+    if lines is None or len(text) <= part_chars:
+        return cst.parse_module(text)
+    cuts = _cuts(lines, tree, part_chars)
+    if not cuts:
+        return cst.parse_module(text)
+    bounds = list(zip([0, *cuts], [*cuts, len(lines)]))
+    body: list[Statement] = []
+    first: cst.Module | None = None
+    indent: str | None = None
+    last: cst.Module | None = None
+    for number, (start, stop) in enumerate(bounds):
+        try:
+            part = cst.parse_module("".join(lines[start:stop]))
+        except (cst.ParserSyntaxError, cst.CSTValidationError, cst.CSTLogicError):
+            return cst.parse_module(text)  # the whole text decides what to report
+        statements = list(part.body)
+        if not statements:
+            return cst.parse_module(text)
+        if first is None:
+            first = part
+        elif part.default_newline != first.default_newline:
+            return cst.parse_module(text)
+        elif part.header:  # parsed alone, the lines above its first statement are its header
+            statements[0] = statements[0].with_changes(
+                leading_lines=[*part.header, *statements[0].leading_lines]
+            )
+        if any(_indents(s) for s in statements):
+            if indent is None:
+                indent = part.default_indent  # the file's first block is in this part
+            elif part.default_indent != indent:
+                # libcst leaves unset the indentation of a block that is the default,
+                # which this part detected on its own: give its blocks the file's
+                joined = cst.Module(statements).visit(_Reindent(part.default_indent, indent))
+                statements = list(joined.body)
+                del joined
+        if number < len(bounds) - 1 and (part.footer or not part.has_trailing_newline):
+            return cst.parse_module(text)
+        body.extend(statements)
+        last = part
+        del part
+    assert first is not None and last is not None
+    return first.with_changes(
+        body=body,
+        default_indent=indent if indent is not None else first.default_indent,
+        footer=last.footer,
+        has_trailing_newline=last.has_trailing_newline,
+    )
+
+
+def _cuts(lines: list[str], tree: ast.Module, part_chars: int) -> list[int]:
+    """0-based lines where a part may start, about `part_chars` apart: the first line
+    after a top-level statement, when every line up to the next statement's first
+    line of code is empty or a column-0 comment."""
+    cuts: list[int] = []
+    size = 0  # characters of the part so far, up to line `counted`
+    counted = 0
+    statements = tree.body
+    for before, statement in zip(statements, statements[1:]):
+        end = before.end_lineno
+        if end is None or end > len(lines):
+            return []
+        decorators = getattr(statement, "decorator_list", None) or []
+        code = min([statement.lineno, *(d.lineno for d in decorators)]) - 1
+        if code < end:
+            continue  # `a = 1; b = 2`: one line, one statement of libcst's
+        size += sum(len(line) for line in lines[counted:end])
+        counted = end
+        if size < part_chars:
+            continue
+        if statement.col_offset != 0 or not _plain_leading(lines, _Span(end, code, code)):
+            continue
+        cuts.append(end)
+        size = 0
+    return cuts
+
+
+def _indents(statement: cst.CSTNode) -> bool:
+    """Whether a top-level statement holds an indented block: the first one of a file
+    decides its default indentation. A clause whose body is on its header's line
+    holds nothing nested."""
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Match) or isinstance(
+            getattr(node, "body", None), cst.IndentedBlock
+        ):
+            return True
+        for name in ("orelse", "finalbody"):
+            value = getattr(node, name, None)
+            if isinstance(value, cst.CSTNode):
+                stack.append(value)
+        stack.extend(getattr(node, "handlers", ()))
+    return False
+
+
+class _Reindent(cst.CSTTransformer):
+    """A part's blocks with the file's default indentation instead of the part's."""
+
+    def __init__(self, part: str, file: str) -> None:
+        super().__init__()
+        self.part, self.file = part, file
+
+    def _wanted(self, indent: str | None) -> str | None:
+        actual = self.part if indent is None else indent
+        return None if actual == self.file else actual
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return updated_node.with_changes(indent=self._wanted(updated_node.indent))
+
+    def leave_Match(self, original_node: cst.Match, updated_node: cst.Match) -> cst.Match:
+        return updated_node.with_changes(indent=self._wanted(updated_node.indent))

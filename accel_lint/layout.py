@@ -34,7 +34,7 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from accel_lint.edits import Replacer
+from accel_lint.edits import replaced
 
 BLACK_WIDTH = 88
 # comments bound to the line they are on: kept on the split call's first line
@@ -161,7 +161,7 @@ def reflow(original: str, fixed: cst.Module) -> cst.Module:
                 )
             replacements[call] = new
             edited.append(places.range(call))
-    return fixed.visit(Replacer(replacements)) if replacements else fixed
+    return replaced(fixed, replacements)
 
 
 def _comment_after_bracket(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from accel_lint.diagnostic import Diagnostic, parse_error
-from accel_lint.incremental import Reparser
+from accel_lint.incremental import Reparser, parse_in_parts
 from accel_lint.source import compile_ast
 
 # Real code stays far below this (99.9% of 24,000 files from PyPI packages and
@@ -155,11 +155,16 @@ def parse(
         if depth > DEPTH_LIMIT:
             why = f"{depth} levels deep here; the limit is {DEPTH_LIMIT}"
             return Parsed(None, too_deep(path, row, column, why))
+        # from here on only its statements are read (positions, the incremental
+        # reparse, where libcst fails): its expressions go before libcst's tree is built
+        statements_only(tree)
 
     try:
         # what CPython rejects is never spliced: the whole text decides the ACL000
         if reparser is not None and rejected is None:
             module = reparser.parse_module(text, tree)
+        elif tree is not None:
+            module = parse_in_parts(text, tree)  # a large file: a part at a time
         else:
             module = cst.parse_module(text)
     except LIBCST_ERRORS as exc:
@@ -202,6 +207,33 @@ def _column(text: str, row: int, offset: int) -> int:
     if 0 < row <= len(lines):
         return max(1, min(offset, len(lines[row - 1]) + 1))
     return max(1, offset)
+
+
+# -- what is kept of CPython's tree -------------------------------------------------
+
+# The fields that hold statements (or the handlers and cases that hold them), and
+# the decorators that decide where a decorated statement starts.
+_STATEMENT_FIELDS = frozenset(
+    {"body", "orelse", "finalbody", "handlers", "cases", "decorator_list"}
+)
+
+
+def statements_only(tree: ast.Module) -> None:
+    """Drop, in place, every part of CPython's tree but its statements (their kind,
+    lines and columns, their blocks, their decorators). CPython's tree of a file
+    costs about a fifth of libcst's tree of it, and most of it is expressions, which
+    nothing reads once libcst has the file: without them the two trees alive at
+    once while libcst parses cost about that much less (docs/performance.md)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for name in node._fields:
+            if name in _STATEMENT_FIELDS:
+                value = getattr(node, name, None)
+                if isinstance(value, list) and name != "decorator_list":
+                    stack.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(node, ast.stmt | ast.excepthandler | ast.match_case):
+                setattr(node, name, None)
 
 
 # -- how deep a tree is ------------------------------------------------------------

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from accel_lint.edits import Replacer
+from accel_lint.edits import replaced
 from accel_lint.names import dotted_name
 from accel_lint.rule import Fix, Replacement
 
@@ -20,7 +20,7 @@ def apply_fixes_once(module: cst.Module, fixes: Sequence[Fix]) -> str:
     for fix in fixes:
         replacements.update(fix.replacements)
         imports.extend(i for i in fix.imports if i not in imports)
-    new_module = module.visit(Replacer(replacements)) if replacements else module
+    new_module = replaced(module, replacements)
     if imports:
         new_module = add_imports(new_module, imports)
     return new_module.code

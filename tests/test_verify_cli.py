@@ -1066,3 +1066,47 @@ def test_a_script_that_ends_before_steps_says_how_many_it_ran(tmp_path: Path) ->
     assert note in flowing and "raise --steps" not in flowing
     _, report, _ = _verify(script, *args, scratch=tmp_path / "tmp")
     assert report["steps"] == 20 and report["steps_run"] == 6
+
+
+LOGGED = """
+    def log_start():
+        try:
+            with open("logs/train.log", "a") as log:
+                log.write("training starts\\n")
+        except PermissionError as exc:
+            print("no log file:", exc.filename)
+"""
+
+
+@pytest.mark.slow
+def test_a_write_outside_the_folder_is_reported_though_the_script_caught_it(
+    tmp_path: Path,
+) -> None:
+    """The runner refuses a write through a link out of the run's copy; a script that
+    catches the PermissionError (a try/except around its log) ran on, and the report
+    said nothing of it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    source = textwrap.dedent(LOGGED) + textwrap.dedent(_train(before_training="log_start()"))
+    script = _project(tmp_path, source)
+    (script.parent / "logs").symlink_to(elsewhere)  # an output folder linked elsewhere
+    html = tmp_path / "report.html"
+    scratch = tmp_path / "tmp"
+    code, report, err = _verify(script, *FAST, "--report", str(html), scratch=scratch)
+    assert code in (0, 1), err
+    assert report["error"] is None and {f["code"] for f in report["fixes"]} >= {"ACL101"}
+    target = str(elsewhere.resolve() / "train.log")
+    # every run tried it; said once, with the first run that did
+    assert report["refused_writes"] == [
+        {"run": "original", "path": "logs/train.log", "resolves_to": target}
+    ]
+    assert list(elsewhere.iterdir()) == []  # the user's folder got nothing
+    sentence = "the script tried to write outside its folder: <code>logs/train.log</code>"
+    assert sentence in html.read_text(encoding="utf-8")
+    code, text, _ = _verify(script, *FAST, scratch=scratch, output="table")
+    flowing = " ".join(text.split())  # a line longer than the terminal wraps
+    assert (
+        "warning: the script tried to write outside its folder: `logs/train.log` resolves to "
+        f"`{target}`, outside the run's copy; the write was refused (run `original`"
+    ) in flowing
+    _assert_clean(scratch)

@@ -381,3 +381,38 @@ def test_writes_through_a_link_out_of_the_copy_are_refused_and_reads_work(
     assert result.returncode == 1  # the last, unguarded write ends the script
     assert "PermissionError" in result.output and "writes outside its folder" in result.output
     assert (_work(result) / "own.txt").read_text() == "mine"
+    # each refusal reaches the parent, the caught ones too, with where it leads
+    assert [(w["path"], w["resolves_to"]) for w in result.refused_writes] == [
+        ("logs/run.log", str((elsewhere / "run.log").resolve())),
+        ("out/model.pt", str((elsewhere / "out" / "model.pt").resolve())),
+        ("out/new.bin", str((elsewhere / "out" / "new.bin").resolve())),
+        ("out/ckpt", str((elsewhere / "out" / "ckpt").resolve())),
+    ]  # the last write tried `out/model.pt` again: said once
+
+
+CAUGHT_WRITE = """
+    import sys
+    try:
+        with open("logs/run.log", "a") as log:
+            log.write("epoch 1\\n")
+    except PermissionError:
+        print("no log file; going on")
+    sys.exit(0)
+"""
+
+
+def test_a_refused_write_the_script_catches_still_reaches_the_parent(tmp_path: Path) -> None:
+    """A try/except around a log write hid the refusal: the run ended with status 0
+    and nothing said the script writes outside its folder."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "run.log").write_text("the user's log\n")
+    project = tmp_path / "project"
+    (project / "logs").mkdir(parents=True)
+    os.symlink(elsewhere / "run.log", project / "logs" / "run.log")
+    result = _run(project, CAUGHT_WRITE, tmp_path)
+    assert result.returncode == 0 and "no log file; going on" in result.output
+    assert (elsewhere / "run.log").read_text() == "the user's log\n"
+    assert result.refused_writes == [
+        {"path": "logs/run.log", "resolves_to": str((elsewhere / "run.log").resolve())}
+    ]

@@ -112,6 +112,10 @@ def render_html(report: Report) -> str:
         shared = report.shared_reason()
         if shared is not None:
             parts.append(f'<p class="note">Every fix: {md(shared)}.</p>')
+    parts += [
+        f'<p class="summary warn">Warning: {md(write.sentence())}</p>'
+        for write in report.refused_writes
+    ]
     parts += [_verdicts(report), _curves(report), _speed(report), _opinion(report), _notes(report)]
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p)

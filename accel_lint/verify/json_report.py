@@ -42,6 +42,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "runtime": asdict(report.opinion) if report.opinion else None,
         "notes": [*report.notes, *([report.combined_fails] if report.combined_fails else [])],
         "error": asdict(report.problem) if report.problem else None,
+        "refused_writes": [asdict(write) for write in report.refused_writes],
     }
 
 

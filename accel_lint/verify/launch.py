@@ -31,8 +31,10 @@ from accel_lint.verify.protocol import (
     EXIT_INTERNAL,
     RUN_MARKER_ENV,
     Record,
+    RefusedWrite,
     RunConfig,
     needs_cuda,
+    read_refused_writes,
 )
 from accel_lint.verify.warm import ServerGone, WarmInterpreter
 from accel_lint.verify.workdir import copy_workdir
@@ -100,6 +102,8 @@ class RunResult:
     cpu_seconds: float | None = None  # the run's processes (None: not measurable)
     error: dict[str, Any] | None = None  # the error record of the failing process
     hint: str | None = None  # what the user can do about a failure of this kind
+    # writes the runner refused: they resolved outside the run's copy (runner.confine)
+    refused_writes: list[RefusedWrite] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -400,6 +404,8 @@ def classify(result: RunResult, records: list[Record], timed_out: bool, timeout:
     errors.sort(key=lambda e: "ChildFailedError" in str(e["type"]) if e else False)
     internal = sorted(result.out_dir.glob("internal_pid*.txt")) if result.out_dir else []
     result.records = trained
+    if result.out_dir is not None:
+        result.refused_writes = read_refused_writes(str(result.out_dir))
     result.machine_device = "cuda" if any(r.get("device") == "cuda" for r in records) else "cpu"
     first_error = errors[0] if errors else None
     result.error = dict(first_error) if first_error else None

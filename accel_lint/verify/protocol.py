@@ -13,6 +13,8 @@ against one definition.
 
 from __future__ import annotations
 
+import json
+import os
 from typing import TypedDict
 
 CONFIG_ENV = "ACCEL_LINT_VERIFY"
@@ -287,6 +289,51 @@ class Record(_RecordBase, total=False):
     ddp_syncs: int
     # probe mode
     runtime: RuntimeRecord
+
+
+# -- child -> parent: writes the runner refused ------------------------------------------
+
+# Each process of a run appends one JSON line per refused write to its own file in
+# the run's `out` directory, as the write is refused: a script that catches the
+# PermissionError (a try/except around its log writes) still has it reported, and
+# so does a process that never trains and writes no record.
+REFUSED_WRITES_GLOB = "refused_pid*.jsonl"
+
+
+def refused_writes_file(out: str, pid: int) -> str:
+    return os.path.join(out, f"refused_pid{pid}.jsonl")
+
+
+class RefusedWrite(TypedDict):
+    path: str  # as the script named it
+    resolves_to: str  # where it leads: outside the run's copy of the folder
+
+
+def read_refused_writes(out: str) -> list[RefusedWrite]:
+    """Every process's refused writes, each (path, target) once, in the order of the
+    files' names and then of their lines."""
+    import glob  # the parent's side only
+
+    found: list[RefusedWrite] = []
+    seen: set[tuple[str, str]] = set()
+    for name in sorted(glob.glob(os.path.join(glob.escape(out), REFUSED_WRITES_GLOB))):
+        try:
+            with open(name, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a killed process
+            if not isinstance(data, dict):
+                continue
+            path, target = data.get("path"), data.get("resolves_to")
+            if isinstance(path, str) and isinstance(target, str) and (path, target) not in seen:
+                seen.add((path, target))
+                found.append({"path": path, "resolves_to": target})
+    return found
 
 
 # -- the warm interpreter (see `runner.server`) -------------------------------------------

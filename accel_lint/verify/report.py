@@ -67,6 +67,24 @@ class Problem:
     hint: str | None = None  # what to do about it, when the failure says (said once)
 
 
+@dataclass(frozen=True)
+class RefusedWrite:
+    """A write the runner refused because it resolved outside the run's copy of the
+    script's folder (a link out of it): the user's file was not touched, but the
+    script writes outside its folder. Said even when the script caught the error."""
+
+    run: str  # the first run that tried it
+    path: str  # as the script named it
+    resolves_to: str
+
+    def sentence(self) -> str:
+        return (
+            f"the script tried to write outside its folder: `{self.path}` resolves to "
+            f"`{self.resolves_to}`, outside the run's copy; the write was refused "
+            f"(run `{self.run}`; the script's own files are never changed)"
+        )
+
+
 @dataclass
 class Timing:
     original: Side
@@ -161,7 +179,13 @@ class Report:
     unfixed: list[Unfixed] = field(default_factory=list)
     opinion: Opinion | None = None
     command: str = ""  # how verify was called, the script's arguments included
+    refused_writes: list[RefusedWrite] = field(default_factory=list)
     version: str = ""  # accel-lint's
+
+    def refuse(self, run: str, path: str, resolves_to: str) -> None:
+        """Record a refused write, once per path and target (every run tries the same)."""
+        if not any(w.path == path and w.resolves_to == resolves_to for w in self.refused_writes):
+            self.refused_writes.append(RefusedWrite(run, path, resolves_to))
 
     def summary(self) -> str:
         """One sentence: how many fixes were verified and how they came out, and how

@@ -98,6 +98,9 @@ class Session:
                 self.target, specs, self.scratch, jobs, self.progress, server=self.server
             )
         self.report.runs += [series(r) for r in results]
+        for result in results:
+            for write in result.refused_writes:
+                self.report.refuse(result.spec.name, write["path"], write["resolves_to"])
         return results
 
     def _planned(self, specs: Sequence[RunSpec]) -> None:

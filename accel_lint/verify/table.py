@@ -72,6 +72,8 @@ def render(report: Report, console: Console) -> None:
             console.print(Text(_indent(problem.output), style="dim"))
         if problem.hint:
             console.print(Text(f"hint: {problem.hint}", style="bold"))
+    for write in report.refused_writes:
+        console.print(Text(f"warning: {write.sentence()}", style="bold yellow"))
     if report.noise is not None:
         noise = report.noise
         same = (

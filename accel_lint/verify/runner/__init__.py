@@ -50,7 +50,7 @@ def activate(config: RunConfig | None = None, started: float | None = None) -> R
         config = json.loads(raw)
         assert config is not None
     _keep_orphans()
-    confine_writes(os.getcwd())  # the run's copy of the script's folder
+    confine_writes(os.getcwd(), config["out"])  # the run's copy of the script's folder
     runner = Runner(config) if started is None else Runner(config, started)
     sys.excepthook = runner.excepthook_wrapper(sys.excepthook)
     atexit.register(runner.at_exit)

@@ -7,6 +7,13 @@ a path for writing (and making, removing or renaming one) raises PermissionError
 naming it, so the run stops and the report says why; reading through links keeps
 working (datasets are often linked). Paths that do not lie in the copy at all
 (the run's records, TMPDIR) are not this module's business.
+
+Each refusal is also recorded at once, one JSON line in the run's `out` directory
+(`protocol.refused_writes_file`): the report names the path even when the script
+caught the error and went on. Only Python's own calls are guarded (`open`,
+`os.open` and the `os` functions below, which `pathlib` and `shutil` use); a write
+made by native code (a C extension's own `fopen`, a subprocess that is not
+Python) is not seen.
 """
 
 from __future__ import annotations
@@ -14,8 +21,11 @@ from __future__ import annotations
 import builtins
 import errno
 import io
+import json
 import os
 from typing import Any
+
+from ..protocol import refused_writes_file
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 MESSAGE = "the script writes outside its folder (a link out of the run's copy)"
@@ -26,9 +36,13 @@ def _inside(path: str, root: str) -> bool:
 
 
 class Confinement:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, out: str | None = None) -> None:
         self.root = os.path.abspath(root)
         self.real_root = os.path.realpath(root)
+        self.out = out  # where refusals are recorded (None: nowhere)
+        self._write = os.write
+        self._open = os.open
+        self._close = os.close
 
     def check(self, path: Any) -> None:
         """PermissionError when `path` lies in the copy but resolves outside it."""
@@ -46,18 +60,40 @@ class Confinement:
         real = os.path.realpath(absolute)
         if _inside(real, self.real_root):
             return
+        self._record(text, real)
         raise PermissionError(
             errno.EACCES, f"accel-lint verify: {MESSAGE}: it resolves to {real}; refused", text
         )
+
+    def _record(self, path: str, real: str) -> None:
+        """One line per refusal, appended in one write (the real calls: never guarded)."""
+        if self.out is None:
+            return
+        line = json.dumps({"path": path, "resolves_to": real}) + "\n"
+        try:
+            fd = self._open(
+                refused_writes_file(self.out, os.getpid()),
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                0o644,
+            )
+        except OSError:
+            return  # the run's records are gone: nothing to tell
+        try:
+            self._write(fd, line.encode("utf-8"))
+        except OSError:
+            pass
+        finally:
+            self._close(fd)
 
 
 def _writes(mode: Any) -> bool:
     return isinstance(mode, str) and any(c in mode for c in "wax+")
 
 
-def confine_writes(root: str) -> Confinement:
-    """Install the checks for the run whose copy is `root` (the working directory)."""
-    guard = Confinement(root)
+def confine_writes(root: str, out: str | None = None) -> Confinement:
+    """Install the checks for the run whose copy is `root` (the working directory);
+    refusals are recorded in `out`, the run's records directory."""
+    guard = Confinement(root, out)
     real_open = builtins.open
     real_os_open = os.open
 
