@@ -317,6 +317,19 @@ def test_ctrl_c_during_check_exits_130(tmp_path: Path, monkeypatch: pytest.Monke
     assert "Traceback" not in ran.stderr
 
 
+# A process inherits its parent's signal mask and ignored signals across exec, and
+# Python leaves an ignored SIGINT ignored: what the test runner's process holds (an
+# earlier test, a CI runner that ignores SIGINT for background jobs) must not decide
+# whether the Ctrl-C tests' SIGINT arrives. This starts Python as a terminal would.
+_DEFAULT_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+    "signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])",
+]
+
+
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="POSIX signals")
 def test_ctrl_c_on_a_running_parallel_check_ends_it_at_once_with_130(tmp_path: Path) -> None:
     """The real thing: SIGINT to the process group (what a terminal's Ctrl-C does)
@@ -332,7 +345,7 @@ def test_ctrl_c_on_a_running_parallel_check_ends_it_at_once_with_130(tmp_path: P
     for i in range(400):
         (tmp_path / f"train_{i}.py").write_text(TRAIN * 60)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "accel_lint", "check", "--no-cache", "-j", "2", "."],
+        [*_DEFAULT_SIGINT, "-m", "accel_lint", "check", "--no-cache", "-j", "2", "."],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -399,7 +412,7 @@ def test_ctrl_c_while_a_worker_sends_a_large_report_still_exits(tmp_path: Path) 
     marker = tmp_path / "marker"
     (tmp_path / "drive.py").write_text(_BIG_REPORT)
     proc = subprocess.Popen(
-        [sys.executable, "drive.py", str(marker), *files],
+        [*_DEFAULT_SIGINT, "drive.py", str(marker), *files],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
