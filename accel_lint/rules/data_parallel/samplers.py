@@ -193,8 +193,8 @@ def _training_functions(
     return out
 
 
-def _assigned_name(call: cst.Call, tree: Tree) -> str | None:
-    statement = tree.statement(call)
+def sole_target(call: cst.Call, statement: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """`x` (or `self.x`) when `statement` is `x = call` and nothing else."""
     if (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
@@ -202,10 +202,13 @@ def _assigned_name(call: cst.Call, tree: Tree) -> str | None:
         and statement.body[0].value is call
         and len(statement.body[0].targets) == 1
     ):
-        target = statement.body[0].targets[0].target
-        if isinstance(target, cst.Name):
-            return target.value
+        return statement.body[0].targets[0].target
     return None
+
+
+def _assigned_name(call: cst.Call, tree: Tree) -> str | None:
+    target = sole_target(call, tree.statement(call))
+    return target.value if isinstance(target, cst.Name) else None
 
 
 def _epoch_loops_training(

@@ -33,6 +33,7 @@ from accel_lint.rules.data_parallel.samplers import (
     batch_sizes_nothing_else,
     epoch_loop,
     iterates,
+    sole_target,
     training_loader,
 )
 from accel_lint.rules.data_parallel.shape import (
@@ -335,15 +336,8 @@ def _loaders(
 
 def _assigned_attribute(call: cst.Call, statement: cst.CSTNode | None) -> str | None:
     """`train_loader` for `self.train_loader = DataLoader(...)`."""
-    if (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Assign)
-        and statement.body[0].value is call
-        and len(statement.body[0].targets) == 1
-    ):
-        return _self_attribute(statement.body[0].targets[0].target)
-    return None
+    target = sole_target(call, statement)
+    return _self_attribute(target) if target is not None else None
 
 
 def _assigned_once(cls: cst.ClassDef, attr: str, tree: Tree) -> None:
