@@ -8,20 +8,37 @@ costs a small fraction of libcst's parse, which such a file is then spared.
 
 Names are the last part of what is called (`backward` for `loss.backward()`,
 `compile` for `torch.compile(m)`), decorators count as calls (`@torch.jit.script`),
-and a name imported under another one counts under both (`from torch import compile
-as tc`: calling `tc` calls `compile`), as the rules resolve names through imports.
+so do a class's bases (building a subclass runs its base's constructor, and the
+rules follow a subclass the file defines to its torch base), and a name imported or
+assigned under another one counts under both (`from torch import compile as tc`,
+`Loader = data.DataLoader`: calling `tc` calls `compile`, `Loader` `DataLoader`), as
+the rules resolve names through imports and aliases.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
+
+from accel_lint.torch_api import CAST_METHODS
+
+# Functions named for evaluation (after leading underscores): `facts.evaluation`'s
+# test, here so that the prefilter and the rule read the same words.
+EVALUATION_NAME = re.compile(r"^_*(?:eval|valid|test|predict|infer)", re.IGNORECASE)
+
+_MOVES = frozenset({"cuda", "to"})
+_CASTS = frozenset({*CAST_METHODS, "to"})
 
 
 @dataclass(frozen=True)
 class Called:
-    names: frozenset[str]  # called functions and decorators, by their last name
+    names: frozenset[str]  # called functions, decorators and bases, by their last name
     moved: frozenset[str]  # calls whose result is moved: `torch.zeros(3).cuda()`, `.to(d)`
+    cast: frozenset[str] = frozenset()  # calls whose result is cast: `torch.ones(3).half()`
+    # a function with a `for` loop that is named for evaluation or switches a module to
+    # evaluation mode (`.eval()`, `.train(...)`): what `facts.evaluation` looks for
+    evaluates: bool = False
 
 
 def _last(expr: ast.expr) -> str | None:
@@ -43,51 +60,101 @@ _NO_CALLS = (
     ast.Name,
     ast.Constant,
 )
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORTS = (ast.Import, ast.ImportFrom)
+_LOOPS = (ast.For, ast.AsyncFor)
+
+
+class _Function:
+    """What the evaluation test needs of one function (its own body, not nested ones)."""
+
+    __slots__ = ("loops", "named", "switches")
+
+    def __init__(self, name: str) -> None:
+        self.named = EVALUATION_NAME.match(name) is not None
+        self.loops = False
+        self.switches = False
+
+    def evaluates(self) -> bool:
+        return self.loops and (self.named or self.switches)
 
 
 def called(tree: ast.Module) -> Called:
     names: set[str] = set()
     moved: set[str] = set()
-    renamed: dict[str, str] = {}
+    cast: set[str] = set()
+    renamed: dict[str, list[str]] = {}
+    functions: list[_Function] = []
     # a walk of our own: `ast.walk` enters every node through generators (the
-    # language server pays this on every edit)
-    stack: list[ast.AST] = [tree]
+    # language server pays this on every edit); each node with its innermost function
+    stack: list[tuple[ast.AST, _Function | None]] = [(tree, None)]
     push = stack.append
     while stack:
-        node = stack.pop()
+        node, function = stack.pop()
         if isinstance(node, ast.Call):
-            name = _last(node.func)
+            func = node.func
+            name = _last(func)
             if name is not None:
                 names.add(name)
-            func = node.func
-            if (
-                isinstance(func, ast.Attribute)
-                and func.attr in ("cuda", "to")
-                and isinstance(func.value, ast.Call)
-            ):
+                if function is not None and name in ("eval", "train"):
+                    function.switches = True
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
                 inner = _last(func.value.func)
                 if inner is not None:
-                    moved.add(inner)
-        elif isinstance(node, _DEFINITIONS):
+                    if func.attr in _MOVES:
+                        moved.add(inner)
+                    if func.attr in _CASTS:
+                        cast.add(inner)
+        elif isinstance(node, _FUNCTIONS):
             for decorator in node.decorator_list:
                 name = _last(decorator)  # a decorator that is a call is a Call node
                 if name is not None:
                     names.add(name)
+            function = _Function(node.name)
+            functions.append(function)
+        elif isinstance(node, ast.ClassDef):
+            for expr in (*node.decorator_list, *node.bases):
+                name = _last(expr)
+                if name is not None:
+                    names.add(name)
+        elif isinstance(node, _LOOPS):
+            if function is not None:
+                function.loops = True
+        elif isinstance(node, ast.Assign):
+            # `Loader = DataLoader`, `zeros = torch.zeros`: calling the alias calls it
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name = _last(node.value)
+                if name is not None:
+                    renamed.setdefault(node.targets[0].id, []).append(name)
         elif isinstance(node, _IMPORTS):
             for alias in node.names:
                 if alias.asname is not None:
-                    renamed[alias.asname] = alias.name.rsplit(".", 1)[-1]
+                    renamed.setdefault(alias.asname, []).append(alias.name.rsplit(".", 1)[-1])
             continue
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, list):
                 for item in value:
                     if isinstance(item, ast.AST) and not isinstance(item, _NO_CALLS):
-                        push(item)
+                        push((item, function))
             elif isinstance(value, ast.AST) and not isinstance(value, _NO_CALLS):
-                push(value)
-    names |= {renamed[n] for n in names if n in renamed}
-    moved |= {renamed[n] for n in moved if n in renamed}
-    return Called(frozenset(names), frozenset(moved))
+                push((value, function))
+    return Called(
+        frozenset(_with_originals(names, renamed)),
+        frozenset(_with_originals(moved, renamed)),
+        frozenset(_with_originals(cast, renamed)),
+        any(f.evaluates() for f in functions),
+    )
+
+
+def _with_originals(spelled: set[str], renamed: dict[str, list[str]]) -> set[str]:
+    """`spelled` and what each name in it stands for, through chains of aliases."""
+    out = set(spelled)
+    todo = [n for n in spelled if n in renamed]
+    while todo:
+        for original in renamed[todo.pop()]:
+            if original not in out:
+                out.add(original)
+                if original in renamed:
+                    todo.append(original)
+    return out

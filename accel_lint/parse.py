@@ -23,11 +23,13 @@ import contextlib
 import gc
 import io
 import sys
+import threading
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import libcst as cst
+from libcst._nodes.base import CSTNode
 
 from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.incremental import Reparser, parse_in_parts
@@ -110,6 +112,39 @@ def analysis_conditions() -> Iterator[None]:
             sys.setrecursionlimit(limit)
 
 
+_VALIDATE = CSTNode.__post_init__
+_unvalidated_lock = threading.Lock()
+_unvalidated_depth = 0
+
+
+def _built(self: CSTNode) -> None:
+    """Each node's `__post_init__` while a text CPython accepted is parsed."""
+
+
+@contextlib.contextmanager
+def unvalidated() -> Iterator[None]:
+    """libcst's nodes check their own fields as they are built (`_validate`: names are
+    identifiers, whitespace is whitespace, brackets pair up); its parser builds every
+    node through them, about a fifth of the parse. A text CPython has compiled
+    passes those checks by construction, and the trees are the same node for node
+    (`tests/test_parse.py` compares them on every fixture and case), so the checks
+    are off while such a text is parsed, and back on for every node a fix builds.
+    Shared by threads (verify's prefetch computes fixes beside the main thread):
+    off while any of them parses."""
+    global _unvalidated_depth
+    with _unvalidated_lock:
+        _unvalidated_depth += 1
+        if _unvalidated_depth == 1:
+            CSTNode.__post_init__ = _built  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        with _unvalidated_lock:
+            _unvalidated_depth -= 1
+            if _unvalidated_depth == 0:
+                CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
+
+
 def too_deep(path: str, row: int = 1, column: int = 1, why: str = "") -> Diagnostic:
     detail = f" ({why})" if why else ""
     return parse_error(path, f"too deeply nested to parse{detail}", row, column)
@@ -162,10 +197,12 @@ def parse(
     try:
         # what CPython rejects is never spliced: the whole text decides the ACL000
         if reparser is not None and rejected is None:
-            module = reparser.parse_module(text, tree)
+            with unvalidated():
+                module = reparser.parse_module(text, tree)
         elif tree is not None:
-            module = parse_in_parts(text, tree)  # a large file: a part at a time
-        else:
+            with unvalidated():
+                module = parse_in_parts(text, tree)  # a large file: a part at a time
+        else:  # what CPython rejects: libcst's checks decide too
             module = cst.parse_module(text)
     except LIBCST_ERRORS as exc:
         if rejected is not None:

@@ -89,7 +89,8 @@ def test_the_size_cap_is_checked_before_reading(tmp_path: Path) -> None:
 
 # -- nesting that crashes or stalls libcst's parser ---------------------------------
 
-HEADER = "from torch.utils.data import DataLoader\n"  # a trigger word: libcst parses the file
+# a DataLoader built: the loader rules need libcst to parse the file
+HEADER = "from torch.utils.data import DataLoader\nloader = DataLoader(range(8))\n"
 
 
 def _sum(terms: int) -> str:

@@ -112,6 +112,53 @@ def test_called_names_decorators_and_renamed_imports() -> None:
         ("ACL204", "@torch.jit.script\ndef f(x): return x\nloss.backward()\n", True),
         ("ACL207", "loss.backward()\n", False),
         ("ACL207", "loss.backward()\noptimizer.step()\n", True),
+        # a model file spells a conv and builds no norm: nothing can follow the conv
+        ("ACL201", "self.conv = nn.Conv2d(3, 8, 3)\nself.fc = nn.Linear(8, 2)\n", False),
+        ("ACL201", "c = nn.Conv2d(3, 8, 3)\nb = nn.BatchNorm2d(8)\n", True),
+        (
+            "ACL201",
+            "from torch.nn import Conv2d as C\nc = C(3, 8, 3)\nb = nn.BatchNorm2d(8)\n",
+            True,
+        ),
+        # FullyShardedDataParallel spells the word; only a DataParallel built or
+        # subclassed can match
+        ("ACL401", "model = FullyShardedDataParallel(model)\n", False),
+        ("ACL401", "model = nn.DataParallel(model)\n", True),
+        ("ACL401", "class Wrapped(nn.DataParallel):\n    pass\n", True),
+        ("ACL401", "DP = nn.DataParallel\nmodel = DP(model)\n", True),
+        ("ACL101", "def make(DataLoader):\n    return 1\n", False),
+        ("ACL101", "Loader = torch.utils.data.DataLoader\nL2 = Loader\nl = L2(ds)\n", True),
+        ("ACL212", "y = torch.zeros(3).cuda()\n", False),
+        ("ACL212", "y = torch.zeros(3).half()\n", True),
+        ("ACL212", "from torch import arange as ar\ny = ar(3).to(torch.float16)\n", True),
+        ("ACL301", "for p in model.parameters():\n    p.grad = None\n", False),
+        ("ACL301", "for p in model.parameters():\n    p.grad.zero_()\n", True),
+        ("ACL309", "opt = torch.optim.Adam(model.parameters())\n", True),
+        ("ACL309", "class Mine(torch.optim.SGD):\n    pass\nopt = Mine(ps)\n", True),
+        ("ACL309", "from torch.optim import Adagrad\nopt = Adagrad(ps)\n", False),
+        ("ACL403", "torch.save(model.state_dict(), 'm.pt')\n", False),  # not distributed
+        ("ACL403", "dist.init_process_group('nccl')\ntorch.save(sd, 'm.pt')\n", True),
+        ("ACL403", "import horovod.torch as hvd\nhvd.init()\ntorch.save(sd, 'm.pt')\n", True),
+        ("ACL412", "dist.init_process_group('nccl')\nsd = torch.load('m.pt')\n", True),
+        ("ACL412", "dist.init_process_group('nccl')\n", False),
+        ("ACL303", "'''see torch.autograd.profile'''\n", False),
+        ("ACL303", "torch.autograd.set_detect_anomaly(True)\n", True),
+        # ACL311: a function with a loop, named for evaluation or calling `.eval()`
+        ("ACL311", "def forward(self, x):\n    for b in self.blocks:\n        x = b(x)\n", False),
+        ("ACL311", "def validate(m, loader):\n    for x in loader:\n        m(x)\n", True),
+        ("ACL311", "def run(m, loader):\n    m.eval()\n    for x in loader:\n        m(x)\n", True),
+        (
+            "ACL311",
+            "def run(m, loader):\n    m.eval()\n\ndef other(loader):\n    for x in loader:\n"
+            "        m(x)\n",
+            False,
+        ),
+        (
+            "ACL311",
+            "def validate(m, loader):\n    def inner():\n        for x in loader:\n"
+            "            m(x)\n",
+            False,
+        ),
     ],
 )
 def test_rules_needing_a_call_run_only_where_the_file_makes_it(

@@ -22,14 +22,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from accel_lint.called import EVALUATION_NAME
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts, LoopSite
 from accel_lint.facts.syntax import last_name
 from accel_lint.names import LOCAL, Scope, qualified_names, resolves_to
 from accel_lint.torch_api import DATALOADER
 
-# Functions named for evaluation (after leading underscores).
-_EVALUATION_NAME = re.compile(r"^_*(?:eval|valid|test|predict|infer)", re.IGNORECASE)
 # Things iterated by an evaluation loop.
 _DATA_NAME = re.compile(
     r"(?:loader|dataset|data_?set|(?:^|_)d[ls](?:$|_)|batches|data_?iter|data_source)",
@@ -79,7 +78,7 @@ class Evaluations:
             for s in sites
             if isinstance(s.node.func, cst.Attribute) and _switches_to_eval(s.node)
         ]
-        if not switched and not _EVALUATION_NAME.match(func.name.value):
+        if not switched and not EVALUATION_NAME.match(func.name.value):
             return None
         loops: list[cst.For] = []
         module_calls: list[CallSite] = []
@@ -156,7 +155,7 @@ class Evaluations:
 def named_for_evaluation(name: str) -> bool:
     """A function name that says it evaluates: `evaluate`, `validate`, `test_epoch`,
     `predict`, `inference` (leading underscores allowed)."""
-    return bool(_EVALUATION_NAME.match(name))
+    return bool(EVALUATION_NAME.match(name))
 
 
 def _switches_to_eval(call: cst.Call) -> bool:

@@ -20,7 +20,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from accel_lint.called import Called
-from accel_lint.torch_api import TENSOR_CREATOR_NAMES
+from accel_lint.torch_api import (
+    BATCH_NORM_CLASSES,
+    CONV_CLASSES,
+    INSTANCE_NORM_CLASSES,
+    TENSOR_CREATOR_NAMES,
+)
 
 if TYPE_CHECKING:
     from accel_lint.rule import Rule
@@ -41,6 +46,9 @@ class RuleEntry:
     # of each set, and moves (`.cuda()`, `.to()`) the result of a call to one of `moves`
     calls: tuple[frozenset[str], ...] = ()
     moves: frozenset[str] = frozenset()
+    casts: frozenset[str] = frozenset()  # the same for a cast (`.half()`, `.to(dtype)`)
+    # a function with a `for` loop that is named for evaluation or calls `.eval()`
+    evaluates: bool = False
 
     @cached_property
     def rule(self) -> type[Rule]:
@@ -60,6 +68,10 @@ class RuleEntry:
 
     def may_call(self, seen: Called) -> bool:
         if self.moves and not self.moves & seen.moved:
+            return False
+        if self.casts and not self.casts & seen.cast:
+            return False
+        if self.evaluates and not seen.evaluates:
             return False
         return all(names & seen.names for names in self.calls)
 
@@ -115,6 +127,10 @@ AUTOGRAD: Need = (b"autograd",)  # every debugging aid ACL303 knows is in torch.
 
 # Calls (the second prefilter): a backward pass, as `TRAINS` spells it
 BACKWARD = frozenset({"backward", "manual_backward"})
+# what `FileFacts.is_distributed` looks for: a process group, a DDP wrapper, horovod
+DISTRIBUTED_CALLS = frozenset({"init_process_group", "DistributedDataParallel", "init"})
+LOADER_CALL = (frozenset({"DataLoader"}),)
+DATA_PARALLEL_CALL = (frozenset({"DataParallel"}),)
 
 RULES: tuple[RuleEntry, ...] = (
     # a noqa comment naming one of our codes (one naming only E501 costs no parse); off
@@ -126,18 +142,43 @@ RULES: tuple[RuleEntry, ...] = (
         (b"noqa: ACL", b"noqa:ACL", b"NOQA: ACL", b"NOQA:ACL", b" ACL", b",ACL", b"noqa: acl"),
         default_enabled=False,
     ),
-    RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER),
-    RuleEntry("ACL102", "dataloader_unpinned_memory.DataloaderUnpinnedMemory", LOADER),
-    RuleEntry("ACL103", "blocking_host_to_device_copy.BlockingHostToDeviceCopy", LOADER),
-    RuleEntry("ACL104", "workers_restarted_each_epoch.WorkersRestartedEachEpoch", LOADER),
-    RuleEntry("ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER),
+    RuleEntry("ACL101", "dataloader_sync_loading.DataloaderSyncLoading", LOADER, calls=LOADER_CALL),
+    RuleEntry(
+        "ACL102",
+        "dataloader_unpinned_memory.DataloaderUnpinnedMemory",
+        LOADER,
+        requires=(CUDA,),
+        calls=LOADER_CALL,
+    ),
+    RuleEntry(
+        "ACL103", "blocking_host_to_device_copy.BlockingHostToDeviceCopy", LOADER, calls=LOADER_CALL
+    ),
+    RuleEntry(
+        "ACL104",
+        "workers_restarted_each_epoch.WorkersRestartedEachEpoch",
+        LOADER,
+        calls=LOADER_CALL,
+    ),
+    RuleEntry(
+        "ACL105", "dataloader_argument_error.DataloaderArgumentError", LOADER, calls=LOADER_CALL
+    ),
     RuleEntry(
         "ACL106",
         "workers_on_in_memory_data.WorkersOnInMemoryData",
         LOADER,
         requires=((b"num_workers",),),
+        calls=LOADER_CALL,
     ),
-    RuleEntry("ACL201", "conv_bias_before_norm.ConvBiasBeforeNorm", CONV),
+    RuleEntry(
+        "ACL201",
+        "conv_bias_before_norm.ConvBiasBeforeNorm",
+        CONV,
+        # it needs a conv and a norm built in the file
+        calls=(
+            frozenset(CONV_CLASSES),
+            frozenset({*BATCH_NORM_CLASSES, *INSTANCE_NORM_CLASSES}),
+        ),
+    ),
     RuleEntry(
         "ACL202",
         "cudnn_autotuner_off.CudnnAutotunerOff",
@@ -218,14 +259,29 @@ RULES: tuple[RuleEntry, ...] = (
             b".to",
         ),
         requires=(CAST_RESULT,),
+        casts=frozenset(
+            {"zeros", "ones", "rand", "randn", "empty", "full", "arange", "tensor", "eye"}
+            | {"linspace"}
+        ),
     ),
-    RuleEntry("ACL301", "manual_zero_grad_loop.ManualZeroGradLoop", (b".grad",)),
+    RuleEntry(
+        "ACL301",
+        "manual_zero_grad_loop.ManualZeroGradLoop",
+        (b".grad",),
+        calls=(frozenset({"zero_", "fill_", "zeros_like"}),),  # what zero-fills
+    ),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry(
         "ACL303",
         "debug_api_left_on.DebugApiLeftOn",
         (b"anomaly", b"profile", b"emit_nvtx", b"gradcheck"),
         requires=(AUTOGRAD,),
+        calls=(
+            frozenset(
+                {"set_detect_anomaly", "detect_anomaly", "profile", "emit_nvtx", "gradcheck"}
+                | {"gradgradcheck"}
+            ),
+        ),
     ),
     RuleEntry(
         "ACL304",
@@ -254,6 +310,8 @@ RULES: tuple[RuleEntry, ...] = (
         "fused_optimizer_available.FusedOptimizerAvailable",
         (b"Adam", b"SGD"),
         default_enabled=False,
+        requires=(CUDA,),
+        calls=(frozenset({"Adam", "AdamW", "SGD"}),),  # built, or subclassed and built
     ),
     RuleEntry(
         "ACL310",
@@ -267,6 +325,7 @@ RULES: tuple[RuleEntry, ...] = (
         "eval_without_no_grad.EvalWithoutNoGrad",
         (b"eval", b"valid", b"test", b"predict", b"infer", b"Eval", b"Valid", b"Test", b"(False)"),
         requires=(DATA,),
+        evaluates=True,
     ),
     RuleEntry("ACL312", "grad_scaler_with_bf16.GradScalerWithBf16", (b"GradScaler",)),
     RuleEntry("ACL313", "tf32_legacy_api.Tf32LegacyApi", (b"allow_tf32",)),
@@ -310,11 +369,19 @@ RULES: tuple[RuleEntry, ...] = (
         (b"BCELoss", b"binary_cross_entropy"),
         requires=(AUTOCAST,),
     ),
-    RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL),
+    RuleEntry("ACL401", "data_parallel.DataParallel", DATA_PARALLEL, calls=DATA_PARALLEL_CALL),
     RuleEntry(
-        "ACL402", "autocast_outside_data_parallel.AutocastOutsideDataParallel", DATA_PARALLEL
+        "ACL402",
+        "autocast_outside_data_parallel.AutocastOutsideDataParallel",
+        DATA_PARALLEL,
+        calls=DATA_PARALLEL_CALL,
     ),
-    RuleEntry("ACL403", "save_on_every_rank.SaveOnEveryRank", DISTRIBUTED),
+    RuleEntry(
+        "ACL403",
+        "save_on_every_rank.SaveOnEveryRank",
+        DISTRIBUTED,
+        calls=(frozenset({"save"}), DISTRIBUTED_CALLS),
+    ),
     RuleEntry(
         "ACL404", "sampler_missing_set_epoch.SamplerMissingSetEpoch", (b"DistributedSampler",)
     ),
@@ -340,8 +407,18 @@ RULES: tuple[RuleEntry, ...] = (
         calls=(BACKWARD,),
     ),
     RuleEntry("ACL410", "apex_ddp.ApexDdp", (b"apex",)),
-    RuleEntry("ACL411", "wrapped_state_dict_saved.WrappedStateDictSaved", DATA_PARALLEL),
-    RuleEntry("ACL412", "load_without_map_location.LoadWithoutMapLocation", DISTRIBUTED),
+    RuleEntry(
+        "ACL411",
+        "wrapped_state_dict_saved.WrappedStateDictSaved",
+        DATA_PARALLEL,
+        calls=(frozenset({"save"}),),
+    ),
+    RuleEntry(
+        "ACL412",
+        "load_without_map_location.LoadWithoutMapLocation",
+        DISTRIBUTED,
+        calls=(frozenset({"load"}), DISTRIBUTED_CALLS),
+    ),
     RuleEntry(
         "ACL413",
         "barrier_every_step.BarrierEveryStep",
@@ -350,7 +427,10 @@ RULES: tuple[RuleEntry, ...] = (
         calls=(BACKWARD, frozenset({"barrier"})),
     ),
     RuleEntry(
-        "ACL414", "process_group_rank_is_local.ProcessGroupRankIsLocal", (b"init_process_group",)
+        "ACL414",
+        "process_group_rank_is_local.ProcessGroupRankIsLocal",
+        (b"init_process_group",),
+        calls=(frozenset({"init_process_group"}),),
     ),
 )
 

@@ -1,0 +1,102 @@
+"""libcst's per-node checks are off while a text CPython accepted is parsed
+(`parse.unvalidated`, issue 26): the trees must be the ones a validated parse gives,
+and every node built outside that parse (a fix's) is checked again."""
+
+from __future__ import annotations
+
+import threading
+
+import libcst as cst
+import pytest
+
+from accel_lint.parse import parse, unvalidated
+from tests.support import ROOT
+
+SOURCES = sorted((ROOT / "fixtures").glob("*/*.py")) + sorted(
+    (ROOT / "tests" / "cases").glob("*.py")
+)
+
+# shapes where libcst's checks look at what the parser was given: identifiers outside
+# ASCII, whitespace inside brackets and after continuations, every string prefix,
+# nested f-strings, operators spelled without spaces, a form feed, tabs
+ODD = r"""
+import torch as τ
+x = (  1 +
+   2 ) ;y=-x
+z = x if(y)else[y]
+w = not(x)in[y]
+s = rb'\x00', f"{x!r:>{y}}" 'a' \
+    "b"
+t = lambda*a,**k:(a,k)
+def f(a, /, b, *, c=1)->int:
+	return a@b
+print(f"{'{'}{f'{x}'}")
+"""
+
+
+def _validated(text: str) -> cst.Module:
+    return cst.parse_module(text)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_tree_is_the_validated_parse(path):
+    text = path.read_text(encoding="utf-8")
+    parsed = parse(str(path), text)
+    assert parsed.module is not None, parsed.error
+    expected = _validated(text)
+    assert parsed.module.deep_equals(expected)
+    assert parsed.module.code == text
+
+
+def test_odd_shapes_parse_to_the_same_tree():
+    parsed = parse("odd.py", ODD)
+    assert parsed.module is not None
+    assert parsed.module.deep_equals(_validated(ODD))
+
+
+def test_nodes_are_checked_again_once_the_parse_is_done():
+    assert parse("t.py", "x = 1\n").module is not None
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("1x")  # what a fix builds is checked
+
+
+def test_a_text_cpython_rejects_is_parsed_with_the_checks_on():
+    # CPython 3.11 rejects a `type` statement; libcst parses it, validated
+    seen: list[bool] = []
+    original = cst.Name._validate
+
+    def spy(self: cst.Name) -> None:
+        seen.append(True)
+        original(self)
+
+    cst.Name._validate = spy  # type: ignore[method-assign]
+    try:
+        parse("newer.py", "type Alias = list[int]\n")
+    finally:
+        cst.Name._validate = original  # type: ignore[method-assign]
+    assert seen
+
+
+def test_nested_and_concurrent_parses_leave_the_checks_on():
+    errors: list[BaseException] = []
+    started = threading.Barrier(3)
+
+    def work() -> None:
+        try:
+            started.wait()
+            for _ in range(20):
+                with unvalidated():
+                    cst.parse_module("a = [1, 2]\n")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with unvalidated(), unvalidated():
+        cst.Name("1x")  # off inside
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("1x")
