@@ -36,6 +36,11 @@ class Called:
     names: frozenset[str]  # called functions, decorators and bases, by their last name
     moved: frozenset[str]  # calls whose result is moved: `torch.zeros(3).cuda()`, `.to(d)`
     cast: frozenset[str] = frozenset()  # calls whose result is cast: `torch.ones(3).half()`
+    # calls that do not turn a bias off (no `bias=False`): a conv built with its bias
+    biased: frozenset[str] = frozenset()
+    # what `for` loops iterate, by last name: `parameters` for `for p in m.parameters()`,
+    # `param_groups` for `for g in opt.param_groups`
+    looped: frozenset[str] = frozenset()
     # a function with a `for` loop that is named for evaluation or switches a module to
     # evaluation mode (`.eval()`, `.train(...)`): what `facts.evaluation` looks for
     evaluates: bool = False
@@ -83,6 +88,8 @@ def called(tree: ast.Module) -> Called:
     names: set[str] = set()
     moved: set[str] = set()
     cast: set[str] = set()
+    biased: set[str] = set()
+    looped: set[str] = set()
     renamed: dict[str, list[str]] = {}
     functions: list[_Function] = []
     # a walk of our own: `ast.walk` enters every node through generators (the
@@ -98,6 +105,11 @@ def called(tree: ast.Module) -> Called:
                 names.add(name)
                 if function is not None and name in ("eval", "train"):
                     function.switches = True
+                if not any(
+                    k.arg == "bias" and isinstance(k.value, ast.Constant) and k.value.value is False
+                    for k in node.keywords
+                ):
+                    biased.add(name)
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
                 inner = _last(func.value.func)
                 if inner is not None:
@@ -120,6 +132,10 @@ def called(tree: ast.Module) -> Called:
         elif isinstance(node, _LOOPS):
             if function is not None:
                 function.loops = True
+            over = node.iter.func if isinstance(node.iter, ast.Call) else node.iter
+            name = _last(over)
+            if name is not None:
+                looped.add(name)
         elif isinstance(node, ast.Assign):
             # `Loader = DataLoader`, `zeros = torch.zeros`: calling the alias calls it
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -143,6 +159,8 @@ def called(tree: ast.Module) -> Called:
         frozenset(_with_originals(names, renamed)),
         frozenset(_with_originals(moved, renamed)),
         frozenset(_with_originals(cast, renamed)),
+        frozenset(_with_originals(biased, renamed)),
+        frozenset(looped),
         any(f.evaluates() for f in functions),
     )
 

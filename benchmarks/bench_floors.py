@@ -2,6 +2,7 @@
 
     python benchmarks/bench_floors.py [--runs 7] [--only one-file,repo,peers,jobs]
         [--repo DIR] [--tree DIR] [--torchfix-cmd /tmp/tfvenv/bin/torchfix]
+        [--torchfix-pairs 1]
         [--ruff-cmd /tmp/tfvenv/bin/ruff]
 
 Each figure pairs two whole processes and alternates them (A B A B ...), so that
@@ -195,6 +196,8 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=CORPUS / "pytorch+examples")
     parser.add_argument("--tree", type=Path, help="the --jobs tree (default: 300 corpus files)")
     parser.add_argument("--torchfix-cmd", default="/tmp/tfvenv/bin/torchfix")
+    # one TorchFix run costs about 40 CPU s: one pair by default
+    parser.add_argument("--torchfix-pairs", type=int, default=1)
     parser.add_argument("--ruff-cmd", default="/tmp/tfvenv/bin/ruff")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -238,7 +241,7 @@ def main() -> None:
                     f"{args.repo.name}, TorchFix --select ALL -j 1",
                     ours,
                     [args.torchfix_cmd, "--select", "ALL", "--jobs", "1", repo],
-                    1,
+                    args.torchfix_pairs,
                     work,
                     ours_over_other=False,
                     other_label="TorchFix",

@@ -28,6 +28,8 @@ PASSES = [
     ("ACL311", "def validate(model, ds):\n    for x in ds: model(x)\n"),
     ("ACL303", "from torch import autograd\nautograd.set_detect_anomaly(True)\n"),
     ("ACL209", "import torch\nwith torch.autocast('cuda'):\n    torch.nn.Linear(10, 3)\n"),
+    ("ACL301", "for p in model.parameters():\n    p.grad.zero_()\n"),
+    ("ACL301", "for g in opt.param_groups:\n    for p in g['params']:\n        p.grad.zero_()\n"),
 ]
 
 # (code, source): library code that mentions the words but cannot match
@@ -44,6 +46,8 @@ FILTERED = [
     ("ACL311", "def test_add():\n    assert add(1, 2) == 3\n"),
     ("ACL303", "import cProfile\ncProfile.run('main()')  # profile it\n"),
     ("ACL209", "layer = torch.nn.Linear(10, 3)  # no autocast here\n"),
+    # a model's weight init zeroes biases and reads `.grad` in a hook: no parameter loop
+    ("ACL301", "m.bias.data.zero_()\nhook = lambda t: t.grad\n"),
 ]
 
 
@@ -115,6 +119,10 @@ def test_called_names_decorators_and_renamed_imports() -> None:
         # a model file spells a conv and builds no norm: nothing can follow the conv
         ("ACL201", "self.conv = nn.Conv2d(3, 8, 3)\nself.fc = nn.Linear(8, 2)\n", False),
         ("ACL201", "c = nn.Conv2d(3, 8, 3)\nb = nn.BatchNorm2d(8)\n", True),
+        # every conv is built with its bias off: nothing is wasted
+        ("ACL201", "c = nn.Conv2d(3, 8, 3, bias=False)\nb = nn.BatchNorm2d(8)\n", False),
+        ("ACL201", "c = nn.Conv2d(3, 8, 3, bias=True)\nb = nn.BatchNorm2d(8)\n", True),
+        ("ACL201", "c = nn.Conv2d(3, 8, 3, bias=b)\nb = nn.BatchNorm2d(8, affine=False)\n", True),
         (
             "ACL201",
             "from torch.nn import Conv2d as C\nc = C(3, 8, 3)\nb = nn.BatchNorm2d(8)\n",
@@ -133,6 +141,13 @@ def test_called_names_decorators_and_renamed_imports() -> None:
         ("ACL212", "from torch import arange as ar\ny = ar(3).to(torch.float16)\n", True),
         ("ACL301", "for p in model.parameters():\n    p.grad = None\n", False),
         ("ACL301", "for p in model.parameters():\n    p.grad.zero_()\n", True),
+        (
+            "ACL301",
+            "for g in opt.param_groups:\n    for p in g['params']:\n        p.grad.zero_()\n",
+            True,
+        ),
+        # the parameters are listed, and a bias is zeroed outside any loop over them
+        ("ACL301", "n = sum(p.numel() for p in m.parameters())\nm.bias.data.zero_()\n", False),
         ("ACL309", "opt = torch.optim.Adam(model.parameters())\n", True),
         ("ACL309", "class Mine(torch.optim.SGD):\n    pass\nopt = Mine(ps)\n", True),
         ("ACL309", "from torch.optim import Adagrad\nopt = Adagrad(ps)\n", False),

@@ -47,6 +47,8 @@ class RuleEntry:
     calls: tuple[frozenset[str], ...] = ()
     moves: frozenset[str] = frozenset()
     casts: frozenset[str] = frozenset()  # the same for a cast (`.half()`, `.to(dtype)`)
+    biased: frozenset[str] = frozenset()  # one of these is called without `bias=False`
+    looped: frozenset[str] = frozenset()  # a `for` loop iterates one of these
     # a function with a `for` loop that is named for evaluation or calls `.eval()`
     evaluates: bool = False
 
@@ -70,6 +72,10 @@ class RuleEntry:
         if self.moves and not self.moves & seen.moved:
             return False
         if self.casts and not self.casts & seen.cast:
+            return False
+        if self.biased and not self.biased & seen.biased:
+            return False
+        if self.looped and not self.looped & seen.looped:
             return False
         if self.evaluates and not seen.evaluates:
             return False
@@ -173,11 +179,12 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL201",
         "conv_bias_before_norm.ConvBiasBeforeNorm",
         CONV,
-        # it needs a conv and a norm built in the file
+        # it needs a conv built with its bias on, and a norm, in the file
         calls=(
             frozenset(CONV_CLASSES),
             frozenset({*BATCH_NORM_CLASSES, *INSTANCE_NORM_CLASSES}),
         ),
+        biased=frozenset(CONV_CLASSES),
     ),
     RuleEntry(
         "ACL202",
@@ -268,7 +275,10 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL301",
         "manual_zero_grad_loop.ManualZeroGradLoop",
         (b".grad",),
+        # a loop over `.parameters()`, `.named_parameters()` or `.param_groups`
+        requires=((b"parameters", b"param_groups"),),
         calls=(frozenset({"zero_", "fill_", "zeros_like"}),),  # what zero-fills
+        looped=frozenset({"parameters", "named_parameters", "param_groups"}),
     ),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
     RuleEntry(
