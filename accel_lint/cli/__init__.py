@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from accel_lint import __version__
+from accel_lint import __version__, startup
 
 _COMMANDS = {
     "check": "accel_lint.cli.check:check",
@@ -42,6 +42,8 @@ class _LazyGroup(click.Group):
         if target is None:
             return None
         module, _, attr = target.partition(":")
+        # before the command's modules (and libcst) define their dataclasses
+        startup.install()
         command: click.Command = getattr(importlib.import_module(module), attr)
         return command
 
