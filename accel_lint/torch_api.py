@@ -293,6 +293,11 @@ TENSOR_CREATOR_NAMES = (
     "linspace",
 )
 TENSOR_CREATORS = frozenset(f"torch.{n}" for n in TENSOR_CREATOR_NAMES)
+# Creators ACL212 reports a cast of (`torch.zeros(n).half()`): those that take `dtype=`
+CAST_CREATORS = frozenset(
+    f"torch.{n}"
+    for n in ("zeros", "ones", "rand", "randn", "empty", "full", "arange", "tensor", "eye")
+) | {"torch.linspace"}
 RANDOM_CREATORS = frozenset({"torch.rand", "torch.randn"})
 # Creators whose values are the same in every dtype (0, 1, uninitialised): a dtype
 # conversion after them can be folded into `dtype=` without changing a bit.

@@ -21,10 +21,25 @@ from typing import TYPE_CHECKING
 
 from accel_lint.called import Called
 from accel_lint.torch_api import (
+    AUTOGRAD_PROFILER,
     BATCH_NORM_CLASSES,
+    CAST_CREATORS,
     CONV_CLASSES,
+    DATALOADER,
+    DDP,
+    DETECT_ANOMALY,
+    FUSED_OPTIMIZERS,
+    GRADCHECK,
+    INIT_PROCESS_GROUP,
     INSTANCE_NORM_CLASSES,
+    SET_DETECT_ANOMALY,
     TENSOR_CREATOR_NAMES,
+    TORCH_LOAD,
+    TORCH_SAVE,
+    ZEROS_LIKE,
+)
+from accel_lint.torch_api import (
+    DATA_PARALLEL as DATA_PARALLEL_CLASSES,
 )
 
 if TYPE_CHECKING:
@@ -133,10 +148,18 @@ AUTOGRAD: Need = (b"autograd",)  # every debugging aid ACL303 knows is in torch.
 
 # Calls (the second prefilter): a backward pass, as `TRAINS` spells it
 BACKWARD = frozenset({"backward", "manual_backward"})
+
+
+def last_names(*qualified: frozenset[str]) -> frozenset[str]:
+    """The names `called` sees for torch's objects: `DataLoader` for
+    `torch.utils.data.DataLoader` (the rules resolve the same sets)."""
+    return frozenset(name.rsplit(".", 1)[-1] for names in qualified for name in names)
+
+
 # what `FileFacts.is_distributed` looks for: a process group, a DDP wrapper, horovod
-DISTRIBUTED_CALLS = frozenset({"init_process_group", "DistributedDataParallel", "init"})
-LOADER_CALL = (frozenset({"DataLoader"}),)
-DATA_PARALLEL_CALL = (frozenset({"DataParallel"}),)
+DISTRIBUTED_CALLS = last_names(INIT_PROCESS_GROUP, DDP) | {"init"}
+LOADER_CALL = (last_names(DATALOADER),)
+DATA_PARALLEL_CALL = (last_names(DATA_PARALLEL_CLASSES),)
 
 RULES: tuple[RuleEntry, ...] = (
     # a noqa comment naming one of our codes (one naming only E501 costs no parse); off
@@ -266,10 +289,7 @@ RULES: tuple[RuleEntry, ...] = (
             b".to",
         ),
         requires=(CAST_RESULT,),
-        casts=frozenset(
-            {"zeros", "ones", "rand", "randn", "empty", "full", "arange", "tensor", "eye"}
-            | {"linspace"}
-        ),
+        casts=last_names(CAST_CREATORS),
     ),
     RuleEntry(
         "ACL301",
@@ -277,7 +297,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b".grad",),
         # a loop over `.parameters()`, `.named_parameters()` or `.param_groups`
         requires=((b"parameters", b"param_groups"),),
-        calls=(frozenset({"zero_", "fill_", "zeros_like"}),),  # what zero-fills
+        calls=(frozenset({"zero_", "fill_"}) | last_names(ZEROS_LIKE),),  # what zero-fills
         looped=frozenset({"parameters", "named_parameters", "param_groups"}),
     ),
     RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
@@ -286,12 +306,7 @@ RULES: tuple[RuleEntry, ...] = (
         "debug_api_left_on.DebugApiLeftOn",
         (b"anomaly", b"profile", b"emit_nvtx", b"gradcheck"),
         requires=(AUTOGRAD,),
-        calls=(
-            frozenset(
-                {"set_detect_anomaly", "detect_anomaly", "profile", "emit_nvtx", "gradcheck"}
-                | {"gradgradcheck"}
-            ),
-        ),
+        calls=(last_names(SET_DETECT_ANOMALY, DETECT_ANOMALY, AUTOGRAD_PROFILER, GRADCHECK),),
     ),
     RuleEntry(
         "ACL304",
@@ -321,7 +336,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"Adam", b"SGD"),
         default_enabled=False,
         requires=(CUDA,),
-        calls=(frozenset({"Adam", "AdamW", "SGD"}),),  # built, or subclassed and built
+        calls=(last_names(FUSED_OPTIMIZERS),),  # built, or subclassed and built
     ),
     RuleEntry(
         "ACL310",
@@ -390,7 +405,7 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL403",
         "save_on_every_rank.SaveOnEveryRank",
         DISTRIBUTED,
-        calls=(frozenset({"save"}), DISTRIBUTED_CALLS),
+        calls=(last_names(TORCH_SAVE), DISTRIBUTED_CALLS),
     ),
     RuleEntry(
         "ACL404", "sampler_missing_set_epoch.SamplerMissingSetEpoch", (b"DistributedSampler",)
@@ -421,13 +436,13 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL411",
         "wrapped_state_dict_saved.WrappedStateDictSaved",
         DATA_PARALLEL,
-        calls=(frozenset({"save"}),),
+        calls=(last_names(TORCH_SAVE),),
     ),
     RuleEntry(
         "ACL412",
         "load_without_map_location.LoadWithoutMapLocation",
         DISTRIBUTED,
-        calls=(frozenset({"load"}), DISTRIBUTED_CALLS),
+        calls=(last_names(TORCH_LOAD), DISTRIBUTED_CALLS),
     ),
     RuleEntry(
         "ACL413",
@@ -440,7 +455,7 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL414",
         "process_group_rank_is_local.ProcessGroupRankIsLocal",
         (b"init_process_group",),
-        calls=(frozenset({"init_process_group"}),),
+        calls=(last_names(INIT_PROCESS_GROUP),),
     ),
 )
 

@@ -18,23 +18,9 @@ import libcst as cst
 from accel_lint.edits import add_keyword, code_for, expression
 from accel_lint.names import Scope, qualified_names, spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
-from accel_lint.torch_api import CAST_METHODS, DTYPES, SET_DEFAULT_DTYPE
+from accel_lint.torch_api import CAST_CREATORS, CAST_METHODS, DTYPES, SET_DEFAULT_DTYPE
 
-_CREATORS = frozenset(
-    f"torch.{n}"
-    for n in (
-        "zeros",
-        "ones",
-        "rand",
-        "randn",
-        "empty",
-        "full",
-        "arange",
-        "tensor",
-        "eye",
-        "linspace",
-    )
-)
+_CREATORS = CAST_CREATORS
 # creators whose result is float32 (the default dtype) whatever their arguments:
 # `.float()` of it returns the tensor itself, with no copy to save
 _FLOAT_BY_DEFAULT = frozenset(
