@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from accel_lint.rule import Fix, Replacement
+from accel_lint.source import compile_ast
 
 # a scope: (kind, name, rank among earlier siblings of the same kind and name), from the module
 ScopePath = tuple[tuple[str, str, int], ...]
@@ -530,7 +531,7 @@ def broken_by(
 
     def tree() -> ast.Module:
         if not parsed:
-            parsed.append(ast.parse(text))
+            parsed.append(compile_ast(text, "<fixed>"))
         return parsed[0]
 
     return check(before, scopes_of(fixed_text), tree, deleted, replaced)

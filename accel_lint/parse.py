@@ -33,7 +33,7 @@ from libcst._nodes.base import CSTNode
 
 from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.incremental import Reparser, parse_in_parts
-from accel_lint.source import compile_ast
+from accel_lint.source import compile_ast, cpython_ast
 
 # Real code stays far below this (99.9% of 24,000 files from PyPI packages and
 # training repositories: depth 46 or less; the deepest, generated sympy tables,
@@ -421,7 +421,7 @@ class _NewerSyntax(cst.CSTVisitor):
             # quotes, backslashes, comments, line breaks): one this Python rejects is newer
             code = _EMPTY.code_for_node(node)
             try:
-                compile("(\n" + code + "\n)", "<f-string>", "eval", ast.PyCF_ONLY_AST)
+                cpython_ast("(\n" + code + "\n)", "<f-string>", "eval")
             except SyntaxError:
                 self._see(
                     "f-string that reuses its quotes, or holds a backslash, comment or line break",

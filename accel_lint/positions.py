@@ -24,6 +24,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from accel_lint.incremental import Reparser
+from accel_lint.source import compile_ast
 from accel_lint.walk import NODE_TYPES, child_fields, is_node_type
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -260,7 +261,7 @@ class Locator:
 
     def _ast_tree(self) -> ast.Module:
         if self._tree is None:
-            self._tree = ast.parse(self._text)
+            self._tree = compile_ast(self._text, "<positions>")
         return self._tree
 
 

@@ -8,6 +8,7 @@ import ast
 import codecs
 import io
 import re
+import threading
 import tokenize
 import warnings
 from dataclasses import dataclass
@@ -60,13 +61,25 @@ def skip_file(data: bytes) -> bool:
     return b"accel-lint" in data and _SKIP_FILE.search(data) is not None
 
 
+# CPython 3.11 keeps the depth counter of its tree conversion in one global: two
+# threads converting at once (verify computes fixes in a second thread) can fail with
+# "SystemError: AST constructor recursion depth mismatch", so one converts at a time
+_CPYTHON_AST = threading.Lock()
+
+
+def cpython_ast(text: str, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:
+    """`compile(..., PyCF_ONLY_AST)`, one thread at a time; every CPython parse of the
+    package goes through here. SyntaxWarnings ("is" with a literal...) are not ours
+    to print."""
+    with _CPYTHON_AST, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compile(text, filename, mode, flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+
+
 def compile_ast(text: str, path: str) -> ast.Module:
     """CPython's parse of `text`; raises SyntaxError (or ValueError, RecursionError,
     MemoryError for what CPython cannot even tokenize or nest)."""
-    # CPython's SyntaxWarnings ("is" with a literal...) are not ours to print
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    tree = cpython_ast(text, path)
     assert isinstance(tree, ast.Module)
     return tree
 
