@@ -107,10 +107,10 @@ class Scope:
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` for a chain of names and attributes; None otherwise."""
     parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
+    while type(expr) is cst.Attribute:
         parts.append(expr.attr.value)
         expr = expr.value
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not cst.Name:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
@@ -123,11 +123,12 @@ def qualified_names(expr: cst.BaseExpression, scope: Scope, _depth: int = 0) -> 
     """
     if _depth > 8:
         return frozenset({LOCAL})
-    if isinstance(expr, cst.Attribute):
+    # by type: a failing `isinstance` against libcst's classes goes through ABCMeta
+    if type(expr) is cst.Attribute:
         bases = qualified_names(expr.value, scope, _depth)
         attr = expr.attr.value
         return frozenset(b if b == LOCAL else f"{b}.{attr}" for b in bases)
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not cst.Name:
         return frozenset()
     name = expr.value
     bindings = scope.lookup(name)

@@ -105,6 +105,12 @@ def is_node_type(kind: type) -> bool:
     return found
 
 
+def is_node(value: object) -> bool:
+    """`isinstance(value, cst.CSTNode)`, by type (see `NODE_TYPES`)."""
+    found = NODE_TYPES.get(type(value))
+    return is_node_type(type(value)) if found is None else found
+
+
 _CLASS_METHODS: dict[type, dict[str, str]] = {}
 
 

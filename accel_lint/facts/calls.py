@@ -63,7 +63,7 @@ class CallGraph:
         """The def of this file that `call` runs, and how many implicit leading arguments
         it gets (1 for a method's `self`, and for `Cls(...)` running `__init__`)."""
         func = call.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:  # a failing `isinstance` goes through ABCMeta
             bindings = scope.lookup(func.value)
             if not bindings or len(bindings) != 1:
                 return None

@@ -26,7 +26,7 @@ import libcst as cst
 
 from accel_lint.facts.calls import CallGraph
 from accel_lint.facts.file import CallSite, FileFacts, Guard, LoopSite
-from accel_lint.facts.syntax import descendants, last_name
+from accel_lint.facts.syntax import children, descendants, last_name
 from accel_lint.facts.tree import Tree
 from accel_lint.names import Scope, resolves_to
 
@@ -309,7 +309,7 @@ class Loops:
 
     def _runs(self, site: CallSite, names: tuple[str, ...], depth: int) -> bool:
         func = site.node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in names:
+        if type(func) is cst.Attribute and func.attr.value in names:
             return True
         if depth >= _MAX_DEPTH:
             return False
@@ -602,16 +602,17 @@ def _calls_in_handlers(module: cst.Module) -> set[int]:
     handlers: list[cst.CSTNode] = []
     while statements:
         node = statements.pop()
-        if isinstance(node, (cst.Try, cst.TryStar)):
+        # by type: a failing `isinstance` against libcst's classes goes through ABCMeta
+        if type(node) is cst.Try or type(node) is cst.TryStar:
             handlers.extend(node.handlers)
             statements.extend(_blocks_of(node))
-        elif isinstance(node, cst.BaseCompoundStatement):
+        elif type(node) is not cst.SimpleStatementLine:  # a compound statement
             statements.extend(_blocks_of(node))
     while handlers:
         node = handlers.pop()
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             found.add(id(node))
-        handlers.extend(node.children)
+        handlers.extend(children(node))  # libcst's `children` rebuilds the node
     return found
 
 

@@ -24,11 +24,13 @@ import libcst as cst
 from accel_lint.facts.file import FileFacts
 from accel_lint.facts.syntax import children, is_main_test
 from accel_lint.names import Binding, Scope
-from accel_lint.walk import child_fields
+from accel_lint.walk import child_fields, is_node
 
 # Statements whose body may not run (or runs several times) where they stand.
 _BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 _LOOPS = (cst.For, cst.While)
+# by type: `isinstance` against libcst's classes goes through `ABCMeta` (walk.NODE_TYPES)
+_BRANCH_TYPES = frozenset(_BRANCHES)
 # Nodes whose insides run elsewhere, and those that open branch regions of their own.
 _OPAQUE = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _SPECIAL = frozenset({cst.IfExp, cst.BooleanOperation, cst.CompFor})
@@ -89,18 +91,18 @@ class Order:
             kind = type(current)
             if kind in _OPAQUE:
                 continue
-            if kind in _SPECIAL or isinstance(current, _BRANCHES):
-                if isinstance(current, _LOOPS):
-                    self._loops.append(current)
+            if kind in _SPECIAL or kind in _BRANCH_TYPES:
+                if kind is cst.For or kind is cst.While:
+                    self._loops.append(current)  # type: ignore[arg-type]
                 stack.extend(reversed(list(self._children(current, reg))))
                 continue
             # the common case, inlined: every child in the same region
             for name in reversed(child_fields(kind)):
                 value = getattr(current, name)
-                if isinstance(value, cst.CSTNode):
+                if type(value) is list or type(value) is tuple:
+                    stack.extend((c, reg) for c in reversed(value) if is_node(c))
+                elif is_node(value):
                     stack.append((value, reg))
-                elif isinstance(value, (list, tuple)):
-                    stack.extend((c, reg) for c in reversed(value) if isinstance(c, cst.CSTNode))
 
     @staticmethod
     def _children(node: cst.CSTNode, region: Region) -> Iterator[tuple[cst.CSTNode, Region]]:

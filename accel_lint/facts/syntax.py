@@ -7,16 +7,17 @@ from collections.abc import Iterator
 import libcst as cst
 
 from accel_lint.facts.literals import string_value
-from accel_lint.walk import child_fields
+from accel_lint.walk import child_fields, is_node
 
 
 def last_name(expr: cst.BaseExpression) -> str | None:
     """`save` for `torch.save`, `f` for `f`, `m` for `a.m(...)`'s callee."""
-    if isinstance(expr, cst.Call):
+    # by type: `isinstance` against libcst's classes goes through `ABCMeta`
+    if type(expr) is cst.Call:
         expr = expr.func
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         return expr.value
-    if isinstance(expr, cst.Attribute):
+    if type(expr) is cst.Attribute:
         return expr.attr.value
     return None
 
@@ -82,10 +83,10 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     whitespace left out (libcst's `children` property rebuilds the node: slow)."""
     for name in child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if type(value) is list or type(value) is tuple:
+            yield from (child for child in value if is_node(child))
+        elif is_node(value):
             yield value
-        elif isinstance(value, (list, tuple)):
-            yield from (child for child in value if isinstance(child, cst.CSTNode))
 
 
 def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -28,11 +28,12 @@ class Tree:
         while stack:
             node, scope = stack.pop()
             inner = scope_of.get(node, scope)
-            if isinstance(node, cst.Name):
+            # by type: a failing `isinstance` against libcst's classes goes through ABCMeta
+            if type(node) is cst.Name:
                 self._names.setdefault(node.value, []).append((node, scope))
-            elif isinstance(node, cst.Attribute):
+            elif type(node) is cst.Attribute:
                 self._labels.add(node.attr.value)
-            elif isinstance(node, (cst.FunctionDef, cst.Param)):
+            elif type(node) is cst.FunctionDef or type(node) is cst.Param:
                 self._labels.add(node.name.value)
             # pushed in reverse so that nodes are met in source order
             for name in reversed(child_fields(type(node))):
@@ -84,8 +85,8 @@ class Tree:
 
 
 def _outside(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
-    if isinstance(parent, cst.FunctionDef):
+    if type(parent) is cst.FunctionDef:
         return child is not parent.body and child is not parent.params
-    if isinstance(parent, cst.ClassDef):
+    if type(parent) is cst.ClassDef:
         return child is not parent.body
     return False

@@ -117,6 +117,9 @@ TRAINS: Need = (
 # what `FileFacts.touches_cuda` looks for: `.cuda()`, `torch.cuda.*`, a "cuda" device,
 # `torch.accelerator.*`
 CUDA: Need = (b"cuda", b"accelerator")
+# how a file puts work on an accelerator, or receives a device to put it on (ACL308
+# reads it from the text too: with none, there is no device to wait for)
+DEVICE_WORDS = re.compile(rb"cuda|device|mps|xpu|accelerat|xla|npu|hpu|\.to\(")
 AUTOCAST: Need = (b"autocast",)
 # a call of `torch.compile` (the name may be imported, or renamed on import); a file
 # whose only `compile(` is `re.compile(` or `_compile(` does not match
@@ -327,7 +330,7 @@ RULES: tuple[RuleEntry, ...] = (
         "step_sync_every_iteration.StepSyncEveryIteration",
         (b"backward",),
         default_enabled=False,
-        requires=(TRAINS,),
+        requires=(TRAINS, (DEVICE_WORDS,)),
         calls=(BACKWARD,),
     ),
     RuleEntry(

@@ -28,13 +28,14 @@ from accel_lint.facts.ranks import RankAnalysis, Verdict
 from accel_lint.facts.syntax import last_name
 from accel_lint.names import LOCAL, qualified_names, resolves_to
 from accel_lint.rule import FixSafety, Rule
+from accel_lint.rules import DEVICE_WORDS
 from accel_lint.torch_api import DEVICE_SYNCHRONIZE, HOST_SYNC_METHODS, TENSOR_TESTS
 
 _CANDIDATES = HOST_SYNC_METHODS | {"synchronize", "print"}
-# How a file puts work on an accelerator, or receives a device to put it on.
 # Functions that time the step (`time_synchronized()`, `compute_time_train()`).
 _TIMING = re.compile(r"time|timing|bench|profil|speed|throughput|latency", re.IGNORECASE)
-_DEVICE_WORDS = re.compile(r"cuda|device|mps|xpu|accelerat|xla|npu|hpu|\.to\(")
+# the table's pattern (a file without it is not parsed for this rule), on the text
+_DEVICE_WORDS = re.compile(DEVICE_WORDS.pattern.decode())
 # Receivers that are not tensors: a module moved with `.cpu()`, a numpy value.
 _NOT_TENSOR_ROOTS = ("numpy", "builtins", "math", "pandas")
 

@@ -15,6 +15,7 @@ from typing import Union
 import libcst as cst
 
 from accel_lint.walk import child_fields as walked_fields
+from accel_lint.walk import is_node
 
 Block = Union[cst.Module, cst.IndentedBlock]
 Loop = Union[cst.For, cst.While]
@@ -113,10 +114,10 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     out: list[cst.CSTNode] = []
     for name in walked_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if type(value) is list or type(value) is tuple:
+            out.extend(v for v in value if is_node(v))
+        elif is_node(value):
             out.append(value)
-        elif isinstance(value, (list, tuple)):
-            out.extend(v for v in value if isinstance(v, cst.CSTNode))
     return out
 
 
