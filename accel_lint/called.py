@@ -44,6 +44,9 @@ class Called:
     # a function with a `for` loop that is named for evaluation or switches a module to
     # evaluation mode (`.eval()`, `.train(...)`): what `facts.evaluation` looks for
     evaluates: bool = False
+    # the deepest nesting as libcst will see it (its recursion's limit), and the line
+    # and column (in UTF-8 bytes, as CPython counts) of the deepest node
+    deepest: tuple[int, int, int] = (0, 1, 0)
 
 
 def _last(expr: ast.expr) -> str | None:
@@ -65,6 +68,9 @@ _NO_CALLS = (
     ast.Name,
     ast.Constant,
 )
+# the leaves among them: as deep as their parent's operands (operators and contexts
+# have no depth of their own)
+_LEAVES = (ast.Name, ast.Constant)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORTS = (ast.Import, ast.ImportFrom)
 _LOOPS = (ast.For, ast.AsyncFor)
@@ -85,6 +91,11 @@ class _Function:
 
 
 def called(tree: ast.Module) -> Called:
+    """What `tree` calls, and how deep it nests (`Called.deepest`): one pass.
+
+    The depth counts a node one level below its parent, but a chain of `and`/`or`
+    one level per operand (one node in CPython's tree, a nested pair per operand in
+    libcst's); a leaf is entered only when it would be the deepest yet."""
     names: set[str] = set()
     moved: set[str] = set()
     cast: set[str] = set()
@@ -94,10 +105,15 @@ def called(tree: ast.Module) -> Called:
     functions: list[_Function] = []
     # a walk of our own: `ast.walk` enters every node through generators (the
     # language server pays this on every edit); each node with its innermost function
-    stack: list[tuple[ast.AST, _Function | None]] = [(tree, None)]
+    # and its depth
+    stack: list[tuple[ast.AST, _Function | None, int]] = [(tree, None, 1)]
     push = stack.append
+    best: int = 0
+    best_node: ast.AST = tree
     while stack:
-        node, function = stack.pop()
+        node, function, depth = stack.pop()
+        if depth > best:
+            best, best_node = depth, node
         if isinstance(node, ast.Call):
             func = node.func
             name = _last(func)
@@ -146,15 +162,20 @@ def called(tree: ast.Module) -> Called:
             for alias in node.names:
                 if alias.asname is not None:
                     renamed.setdefault(alias.asname, []).append(alias.name.rsplit(".", 1)[-1])
-            continue
+        child = depth + (len(node.values) - 1 if isinstance(node, ast.BoolOp) else 1)
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, list):
                 for item in value:
-                    if isinstance(item, ast.AST) and not isinstance(item, _NO_CALLS):
-                        push((item, function))
-            elif isinstance(value, ast.AST) and not isinstance(value, _NO_CALLS):
-                push((value, function))
+                    if isinstance(item, ast.AST) and (
+                        not isinstance(item, _NO_CALLS)
+                        or (child > best and isinstance(item, _LEAVES))
+                    ):
+                        push((item, function, child))
+            elif isinstance(value, ast.AST) and (
+                not isinstance(value, _NO_CALLS) or (child > best and isinstance(value, _LEAVES))
+            ):
+                push((value, function, child))
     return Called(
         frozenset(_with_originals(names, renamed)),
         frozenset(_with_originals(moved, renamed)),
@@ -162,6 +183,7 @@ def called(tree: ast.Module) -> Called:
         frozenset(_with_originals(biased, renamed)),
         frozenset(looped),
         any(f.evaluates() for f in functions),
+        (best, getattr(best_node, "lineno", 1), getattr(best_node, "col_offset", 0)),
     )
 
 

@@ -11,7 +11,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from accel_lint import noqa
-from accel_lint.called import called
+from accel_lint.called import Called
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, Edit, FixView
 from accel_lint.facts import FileFacts
@@ -42,13 +42,17 @@ class Analysis:
     tree: ast.Module | None = None  # CPython's tree of the text, when the parse made one
     _scopes: tuple[Scopes | None] | None = None
     _locator: Locator | None = None
+    # every node's parent, recorded by the walk for the positions
+    _parents: dict[cst.CSTNode, cst.CSTNode] | None = None
     _facts: FileFacts | None = None
     _rules: list[Rule] = field(default_factory=list)
 
     def range_of(self, node: cst.CSTNode) -> CodeRange:
         if self._locator is None:
             assert self.module is not None
-            self._locator = Locator(self.module, self.source.text, self.tree, self.reparser)
+            self._locator = Locator(
+                self.module, self.source.text, self.tree, self.reparser, self._parents
+            )
         return self._locator.range_of(node)
 
     def release(self) -> None:
@@ -105,9 +109,8 @@ def analyze(
             return Analysis(path, source, None)
         # CPython's grammar may be older than libcst's: let libcst decide.
 
-    def wanted(tree: ast.Module) -> bool:
+    def wanted(seen: Called) -> bool:
         nonlocal rules
-        seen = called(tree)
         rules = [rule for rule in rules if BY_CODE[rule.code].may_call(seen)]
         return bool(rules)
 
@@ -124,7 +127,8 @@ def analyze(
         for rule in rules
     ]
     analysis._facts, analysis._rules = facts, list(instances)
-    walk(module, [FactsCollector(facts), *instances, ScopeCloser(facts)])
+    analysis._parents = {}
+    walk(module, [FactsCollector(facts), *instances, ScopeCloser(facts)], analysis._parents)
     facts.finish()
     findings: list[Finding] = []
     readers: list[Rule] = []

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst._nodes.base import CSTNode
 
+from accel_lint.called import Called, called
 from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.incremental import Reparser, parse_in_parts
 from accel_lint.source import compile_ast, cpython_ast
@@ -159,13 +160,14 @@ def too_deep_to_analyse(path: str) -> Diagnostic:
 def parse(
     path: str,
     text: str,
-    wanted: Callable[[ast.Module], bool] | None = None,
+    wanted: Callable[[Called], bool] | None = None,
     reparser: Reparser | None = None,
 ) -> Parsed:
     """CPython's verdict, the depth check, then libcst's parse (see the module doc).
-    `wanted` sees CPython's tree first: when it answers False, nothing can match and
-    libcst's parse is skipped (no module, no error). `reparser`: an open document's
-    last parse, whose unchanged statements libcst need not parse again."""
+    `wanted` sees what CPython's tree calls first (`called`): when it answers False,
+    nothing can match and libcst's parse is skipped (no module, no error).
+    `reparser`: an open document's last parse, whose unchanged statements libcst
+    need not parse again."""
     try:
         tree: ast.Module | None = compile_ast(text, path)
         rejected: Diagnostic | None = None
@@ -181,15 +183,15 @@ def parse(
         return Parsed(None, too_deep(path, why="CPython's compiler gives up"))
 
     if tree is not None:
-        # first: a file no rule needs is not parsed by libcst, so its depth (the
-        # limit of libcst's recursion) need not be measured; `wanted`'s walk of
-        # CPython's tree is iterative
-        if wanted is not None and not wanted(tree):
+        # one iterative pass over CPython's tree: what it calls, and its depth (the
+        # limit of libcst's recursion)
+        seen = called(tree)
+        if wanted is not None and not wanted(seen):
             return Parsed(None)
-        depth, row, column = nesting_depth(tree, text)
+        depth, row, offset = seen.deepest
         if depth > DEPTH_LIMIT:
             why = f"{depth} levels deep here; the limit is {DEPTH_LIMIT}"
-            return Parsed(None, too_deep(path, row, column, why))
+            return Parsed(None, too_deep(path, row, _char_column(text, row, offset), why))
         # from here on only its statements are read (positions, the incremental
         # reparse, where libcst fails): its expressions go before libcst's tree is built
         statements_only(tree)
@@ -274,46 +276,6 @@ def statements_only(tree: ast.Module) -> None:
 
 
 # -- how deep a tree is ------------------------------------------------------------
-
-
-# operators and contexts: leaves without a position, never deeper than their parent's operands
-_NO_DEPTH = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
-
-
-def nesting_depth(tree: ast.AST, text: str) -> tuple[int, int, int]:
-    """The deepest nesting in CPython's tree, as libcst will see it, and where it is
-    (1-based row and column of the deepest node that has a position).
-
-    A chain of `and`/`or` is one node in CPython's tree and a nested pair per
-    operand in libcst's, so it counts one level per operand.
-    """
-    best, best_node = 0, tree
-    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
-    leaves = (ast.Name, ast.Constant)
-    while stack:
-        node, depth = stack.pop()
-        if depth > best:
-            best, best_node = depth, node
-        child = depth + (len(node.values) - 1 if isinstance(node, ast.BoolOp) else 1)
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                stack.extend(
-                    (item, child)
-                    for item in value
-                    if isinstance(item, ast.AST)
-                    and not isinstance(item, _NO_DEPTH)
-                    and (child > best or not isinstance(item, leaves))
-                )
-            elif (
-                isinstance(value, ast.AST)
-                and not isinstance(value, _NO_DEPTH)
-                and (child > best or not isinstance(value, leaves))
-            ):
-                stack.append((value, child))
-    row = getattr(best_node, "lineno", 1)
-    offset = getattr(best_node, "col_offset", 0)
-    return best, row, _char_column(text, row, offset)
 
 
 def _char_column(text: str, row: int, byte_offset: int) -> int:

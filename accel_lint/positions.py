@@ -53,6 +53,21 @@ _AST_KINDS: dict[type[cst.CSTNode], tuple[type[ast.stmt], ...]] = {
 }
 
 
+# Expressions found by their text (`Locator._by_text`): their code is exactly their
+# range (`tests/test_positions.py` compares with libcst's on every such node).
+_BY_TEXT = frozenset(
+    {cst.Call, cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation, cst.Comparison}
+)
+_EMPTY = cst.Module([])
+
+
+def _chars(line: str, byte_offset: int) -> int:
+    """CPython's column (UTF-8 bytes) as a column in characters."""
+    if line.isascii():
+        return byte_offset
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
+
+
 class _Unmapped(Exception):
     """The node's statement has no counterpart in CPython's tree that we can trust."""
 
@@ -73,7 +88,10 @@ class Locator:
         text: str,
         tree: ast.Module | None = None,
         reparser: Reparser | None = None,
+        parents: dict[cst.CSTNode, cst.CSTNode] | None = None,
     ) -> None:
+        """`parents`: every node's parent, as the walk descends (`walk.walk` records
+        it): the tree need not be walked again."""
         self.module = module
         # the lines CPython numbers (`str.splitlines` also breaks at form feeds)
         self.lines: list[str] = _LINE.findall(text)
@@ -83,7 +101,7 @@ class Locator:
         # the statements an open document's reparse made anew: only their nodes can
         # lack a range found for an earlier version (see `incremental`)
         self._fresh = reparser.fresh(module) if reparser is not None else None
-        self._parents: dict[cst.CSTNode, cst.CSTNode] | None = None
+        self._parents = parents if self._fresh is None else None
         self._ranges: dict[cst.CSTNode, CodeRange] = {}
         self._full: dict[cst.CSTNode, CodeRange] | None = None
 
@@ -133,6 +151,10 @@ class Locator:
         if node not in parents:
             raise _Unmapped  # a label field the walk does not descend, or foreign node
         unit, child = self._unit(node, parents)
+        if unit is not node and type(node) in _BY_TEXT and not getattr(node, "lpar", ()):
+            found = self._by_text(node, unit, parents)
+            if found is not None:
+                return found
         generated = unit
         if unit is not node and child is not None and not _in_body(unit, child):
             changes = _STRIPPED.get(type(unit))
@@ -160,6 +182,46 @@ class Locator:
                     (relative.end.line + shift, relative.end.column),
                 )
         return self._ranges[node]
+
+    def _by_text(
+        self,
+        node: cst.CSTNode,
+        unit: cst.BaseStatement,
+        parents: dict[cst.CSTNode, cst.CSTNode],
+    ) -> CodeRange | None:
+        """The node's range from the file's own text, without generating its statement:
+        the node's code found once, and only once, in the text CPython's tree spans for
+        the statement (which holds every node of it but a decorator). None when it
+        cannot tell."""
+        if getattr(unit, "decorators", ()) or (
+            type(unit) is cst.SimpleStatementLine and len(unit.body) != 1
+        ):
+            return None  # the span starts after the decorators, or ends at the first `;`
+        statement = self._ast_statement(unit, parents)
+        end_row = statement.end_lineno
+        if end_row is None or statement.end_col_offset is None:
+            return None
+        first, last = statement.lineno, end_row
+        lines = self.lines[first - 1 : last]
+        start = _chars(lines[0], statement.col_offset)
+        stop = _chars(lines[-1], statement.end_col_offset)
+        if len(lines) == 1:
+            segment = lines[0][start:stop]
+        else:
+            segment = lines[0][start:] + "".join(lines[1:-1]) + lines[-1][:stop]
+        if "\r" in segment:
+            return None  # lines counted below by "\n" alone
+        code = _EMPTY.code_for_node(node)
+        at = segment.find(code)
+        if at < 0 or not code or segment.find(code, at + 1) >= 0:
+            return None
+        row = first + segment.count("\n", 0, at)
+        column = at - (segment.rfind("\n", 0, at) + 1)
+        if row == first:
+            column += start
+        rows = code.count("\n")
+        width = len(code) - code.rfind("\n") - 1 if rows else column + len(code)
+        return CodeRange((row, column), (row + rows, width))
 
     def _indentation(self, statement: ast.stmt) -> str:
         line = self.lines[statement.lineno - 1]

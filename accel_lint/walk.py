@@ -136,11 +136,17 @@ def collect_methods(visitors: Sequence[object]) -> dict[str, list[Method]]:
     return table
 
 
-def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
+def walk(
+    root: cst.CSTNode,
+    visitors: Sequence[object],
+    parents: dict[cst.CSTNode, cst.CSTNode] | None = None,
+) -> None:
     """Visit `root` depth-first in source order, calling every visitor's methods.
 
     `visit_X` methods run in visitor order; `leave_X` methods too. Iterative, so
-    deeply nested expressions cannot exhaust the recursion limit.
+    deeply nested expressions cannot exhaust the recursion limit. `parents`, when
+    given, receives each descended node's parent (what positions need, without a
+    second walk).
     """
     table = collect_methods(visitors)
     get = table.get
@@ -190,9 +196,13 @@ def walk(root: cst.CSTNode, visitors: Sequence[object]) -> None:
                     found = node_types.get(type(child))
                     if found or (found is None and is_node_type(type(child))):
                         push((child, None))
+                        if parents is not None:
+                            parents[child] = node
             else:
                 found = node_types.get(kind)
                 if found or (found is None and is_node_type(kind)):
                     push((value, None))
+                    if parents is not None:
+                        parents[value] = node
             if entering:
                 push((node, entering))

@@ -74,3 +74,40 @@ def test_form_feeds_and_carriage_returns_are_numbered_as_cpython_does() -> None:
     line break to both. Neither sends the file to the full PositionProvider."""
     _compare("import torch\n\x0c\ndef f(x):\n    return g(x)\n")
     _compare("a = f(1)\r\nb = g(2)\n\x0c# page\nc = h(3)\n")
+
+
+TEXT_SHAPES = """\
+x = f(a)[0] + g(b) * (h(c))
+if x == f(a):  # f(a) twice in the header and body: found by generating the code
+    y = f(a)
+s = "g(b)"; t = g(b)
+z = [
+    k(1),
+    k(2)]
+w = "héllo" + k(3)
+@torch.no_grad()
+def ev():
+    torch.no_grad()
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [*(p.read_text(encoding="utf-8") for p in FILES), SHAPES.replace("\t", "    "), TEXT_SHAPES],
+    ids=[*(str(p.relative_to(ROOT)) for p in FILES), "shapes", "text shapes"],
+)
+def test_ranges_found_in_the_text_equal_libcst(text: str) -> None:
+    """Each expression asked alone (no statement generated before it), so that its
+    range comes from the text where it can; every range is libcst's own."""
+    module = cst.parse_module(text)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    locator = Locator(module, text)
+    by_text = 0
+    for node in walk_nodes(module):
+        if isinstance(node, cst.BaseExpression):
+            locator._ranges.clear()
+            assert locator.range_of(node) == expected[node], cst.Module([]).code_for_node(node)
+            by_text += len(locator._ranges) == 1  # the codegen path ranges the statement
+    assert locator._full is None
+    if text == TEXT_SHAPES:  # the text's way is taken: f(a) and g(b) only where unique
+        assert by_text >= 10
