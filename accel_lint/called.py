@@ -44,6 +44,8 @@ class Called:
     # a function with a `for` loop that is named for evaluation or switches a module to
     # evaluation mode (`.eval()`, `.train(...)`): what `facts.evaluation` looks for
     evaluates: bool = False
+    # calls given an argument (not `*args`/`**kwargs` alone): `opt.zero_grad(True)`
+    argued: frozenset[str] = frozenset()
     # the deepest nesting as libcst will see it (its recursion's limit), and the line
     # and column (in UTF-8 bytes, as CPython counts) of the deepest node
     deepest: tuple[int, int, int] = (0, 1, 0)
@@ -101,6 +103,7 @@ def called(tree: ast.Module) -> Called:
     cast: set[str] = set()
     biased: set[str] = set()
     looped: set[str] = set()
+    argued: set[str] = set()
     renamed: dict[str, list[str]] = {}
     functions: list[_Function] = []
     # a walk of our own: `ast.walk` enters every node through generators (the
@@ -126,6 +129,10 @@ def called(tree: ast.Module) -> Called:
                     for k in node.keywords
                 ):
                     biased.add(name)
+                if any(not isinstance(a, ast.Starred) for a in node.args) or any(
+                    k.arg is not None for k in node.keywords
+                ):
+                    argued.add(name)
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
                 inner = _last(func.value.func)
                 if inner is not None:
@@ -183,6 +190,7 @@ def called(tree: ast.Module) -> Called:
         frozenset(_with_originals(biased, renamed)),
         frozenset(looped),
         any(f.evaluates() for f in functions),
+        frozenset(_with_originals(argued, renamed)),
         (best, getattr(best_node, "lineno", 1), getattr(best_node, "col_offset", 0)),
     )
 

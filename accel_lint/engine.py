@@ -23,7 +23,7 @@ from accel_lint.parse import parse
 from accel_lint.positions import Locator
 from accel_lint.rewrite import apply_fixes_once
 from accel_lint.rule import Finding, Fix, FixSafety, Rule, RuleContext
-from accel_lint.rules import BY_CODE, RULES
+from accel_lint.rules import BY_CODE, RULES, matching
 from accel_lint.source import Source, syntax_check
 from accel_lint.walk import walk
 
@@ -79,9 +79,9 @@ class Analysis:
         return self._scopes[0]
 
 
-def rules_for(codes: frozenset[str], data: bytes) -> list[type[Rule]]:
+def rules_for(codes: frozenset[str], data: bytes, path: str = "") -> list[type[Rule]]:
     """Enabled rules whose trigger words appear in the file (cheap prefilter)."""
-    return [entry.rule for entry in RULES if entry.code in codes and entry.may_match(data)]
+    return [entry.rule for entry in matching(codes, data, path)]
 
 
 def analyze(
@@ -111,7 +111,8 @@ def analyze(
 
     def wanted(seen: Called) -> bool:
         nonlocal rules
-        rules = [rule for rule in rules if BY_CODE[rule.code].may_call(seen)]
+        target = settings.target_torch
+        rules = [rule for rule in rules if BY_CODE[rule.code].may_call(seen, target)]
         return bool(rules)
 
     parsed = parse(path, source.text, wanted if by_calls and rules else None, reparser)

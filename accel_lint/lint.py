@@ -24,7 +24,7 @@ from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.files import ReadError, read_bytes, too_large
-from accel_lint.rules import RULES, RuleEntry
+from accel_lint.rules import RULES, RuleEntry, matching
 from accel_lint.source import DecodeError, Source, decode, skip_file, syntax_check
 
 if TYPE_CHECKING:  # libcst loads only for files a rule may match
@@ -88,7 +88,7 @@ def _lint_source(
 ) -> FileReport:
     try:
         codes = settings.codes_for(path)
-        entries = [entry for entry in RULES if entry.code in codes and entry.may_match(data)]
+        entries = matching(codes, data, path)
         if not entries and syntax_check(path, source.text) is None:
             return FileReport(path)  # no rule can match and CPython accepts it: no libcst
         # libcst and the rules load only for files a rule may match (or CPython rejects)
@@ -270,7 +270,7 @@ def warm_start(paths: Sequence[str], settings: Settings) -> None:
             continue
         codes = settings.codes_for(path)
         for entry in RULES:
-            if entry.code not in needed and entry.code in codes and entry.may_match(data):
+            if entry.code not in needed and entry.code in codes and entry.may_match(data, path):
                 needed[entry.code] = entry
     if needed:
         import accel_lint.engine  # noqa: F401  (libcst, the facts, the positions)

@@ -225,7 +225,8 @@ def fixes_for(
     """`wanted` (diagnostics of `text`) with the edits of their fixes; one analysis,
     and one tree transform per wanted fix only."""
     data = text.encode("utf-8")
-    analysis = analyze(str(path), decode(data), settings, rules_for(settings.codes_for(path), data))
+    rules = rules_for(settings.codes_for(path), data, str(path))
+    analysis = analyze(str(path), decode(data), settings, rules)
     by_place = {(d.code, d.row, d.column): d for d in wanted}
     out = []
     for finding in analysis.findings:

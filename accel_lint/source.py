@@ -8,6 +8,7 @@ import ast
 import codecs
 import io
 import re
+import symtable
 import threading
 import tokenize
 import warnings
@@ -85,6 +86,18 @@ def compile_ast(text: str, path: str) -> ast.Module:
 
 
 def syntax_check(path: str, text: str) -> str | None:
+    """CPython's verdict on `text`: None when it parses, else the message. A text
+    `symtable` accepts needs no tree: it runs the same parser, and builds none of
+    the tree's Python objects (most of the cost). It also rejects what the parser
+    accepts (a duplicate argument, `nonlocal` at module level): then, and for a
+    real error, the tree is built for CPython's own verdict and message."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            symtable.symtable(text, path, "exec")
+        return None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
     try:
         compile_ast(text, path)
     except (SyntaxError, ValueError) as exc:

@@ -157,6 +157,18 @@ def test_called_names_decorators_and_renamed_imports() -> None:
         ("ACL412", "dist.init_process_group('nccl')\nsd = torch.load('m.pt')\n", True),
         ("ACL412", "dist.init_process_group('nccl')\n", False),
         ("ACL303", "'''see torch.autograd.profile'''\n", False),
+        # ACL411: a wrapper built, and its `state_dict()` saved
+        ("ACL411", "model = FSDP(model)\ntorch.save(model.state_dict(), 'm.pt')\n", False),
+        (
+            "ACL411",
+            "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
+            "torch.save(model.module.state_dict(), 'm.pt')\n",
+            True,
+        ),
+        ("ACL411", "model = nn.DataParallel(model)\ntorch.save(sd, 'm.pt')\n", False),
+        # ACL310, ACL318: an accumulation steps an optimizer
+        ("ACL310", "loss.backward()\nfor p in m.parameters(): p.data -= lr * p.grad\n", False),
+        ("ACL318", "loss.backward()\nif (i + 1) % k == 0:\n    scaler.step(opt)\n", True),
         ("ACL303", "torch.autograd.set_detect_anomaly(True)\n", True),
         # ACL311: a function with a loop, named for evaluation or calling `.eval()`
         ("ACL311", "def forward(self, x):\n    for b in self.blocks:\n        x = b(x)\n", False),
@@ -180,6 +192,41 @@ def test_rules_needing_a_call_run_only_where_the_file_makes_it(
     code: str, source: str, runs: bool
 ) -> None:
     assert BY_CODE[code].may_call(_called(source)) is runs
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "runs"),
+    [
+        ("optimizer.zero_grad()\n", None, False),  # the latest torch: None by default
+        ("optimizer.zero_grad()\n", (2, 1), False),
+        ("optimizer.zero_grad()\n", (1, 13), True),  # the default was False then
+        ("optimizer.zero_grad(set_to_none=False)\n", None, True),
+        ("optimizer.zero_grad(False)\n", None, True),
+        ("zg = opt.zero_grad\nzg(False)\n", None, True),
+        ("optimizer.zero_grad(*flags)\n", None, False),  # what it passes is unknown
+        ("model.train(False)\n", (1, 13), False),
+    ],
+)
+def test_acl302_needs_an_argument_unless_the_target_torch_defaulted_to_zeros(
+    source: str, target: tuple[int, int] | None, runs: bool
+) -> None:
+    assert BY_CODE["ACL302"].may_call(_called(source), target) is runs
+
+
+@pytest.mark.parametrize(
+    ("path", "runs"),
+    [
+        ("train.py", True),
+        ("", True),  # standard input: the rule decides
+        ("tests/test_train.py", False),
+        ("fx/profiling_tracer.py", False),
+        ("tools/benchmark.py", False),
+        ("src/conftest.py", False),
+    ],
+)
+def test_acl303_is_never_parsed_for_in_tests_and_checking_files(path: str, runs: bool) -> None:
+    data = b"import torch\ntorch.autograd.set_detect_anomaly(True)\n"
+    assert BY_CODE["ACL303"].may_match(data, path) is runs
 
 
 def test_a_file_no_rule_can_match_is_not_parsed_by_libcst(

@@ -226,7 +226,7 @@ def verify(
         except DecodeError as exc:
             fail(f"{script}: {exc}")
         codes = frozenset() if skip_file(data) else settings.codes_for(str(script))
-        rules = rules_for(codes, data)
+        rules = rules_for(codes, data, str(script))
         found = diagnostics(analyze(str(script), source, settings, rules))
         if found and found[0].code == PARSE_ERROR:
             error = found[0]

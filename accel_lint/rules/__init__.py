@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from accel_lint.called import Called
+from accel_lint.purpose import is_test_or_check_file
 from accel_lint.torch_api import (
     AUTOGRAD_PROFILER,
     BATCH_NORM_CLASSES,
@@ -32,7 +33,9 @@ from accel_lint.torch_api import (
     GRADCHECK,
     INIT_PROCESS_GROUP,
     INSTANCE_NORM_CLASSES,
+    MODULE_WRAPPERS,
     SET_DETECT_ANOMALY,
+    SET_TO_NONE_DEFAULT_SINCE,
     TENSOR_CREATOR_NAMES,
     TORCH_LOAD,
     TORCH_SAVE,
@@ -47,6 +50,25 @@ if TYPE_CHECKING:
 
 
 Need = tuple[bytes | re.Pattern[bytes], ...]
+
+
+# a word or pattern of the table -> whether one file's bytes hold it
+Found = dict[bytes | re.Pattern[bytes], bool]
+
+
+def _has(data: bytes, word: bytes | re.Pattern[bytes], found: Found) -> bool:
+    hit = found.get(word)
+    if hit is None:
+        hit = found[word] = (
+            word in data if isinstance(word, bytes) else word.search(data) is not None
+        )
+    return hit
+
+
+def matching(codes: frozenset[str], data: bytes, path: str = "") -> list[RuleEntry]:
+    """The entries of `codes` whose words and requirements `data` meets (at `path`)."""
+    found: Found = {}
+    return [e for e in RULES if e.code in codes and e.may_match(data, path, found)]
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,12 @@ class RuleEntry:
     looped: frozenset[str] = frozenset()  # a `for` loop iterates one of these
     # a function with a `for` loop that is named for evaluation or calls `.eval()`
     evaluates: bool = False
+    # one of these is called with an argument; below `plain_below` (a target torch
+    # whose default the rule reports), a call without one counts too
+    argued: frozenset[str] = frozenset()
+    plain_below: tuple[int, int] | None = None
+    # False: never reported in a test, or a file named for checking or measuring
+    in_checking_files: bool = True
 
     @cached_property
     def rule(self) -> type[Rule]:
@@ -75,15 +103,20 @@ class RuleEntry:
             raise TypeError(f"the table's {self.code} line names {cls.__name__} ({cls.code})")
         return cls
 
-    def may_match(self, data: bytes) -> bool:
-        if self.triggers and not any(t in data for t in self.triggers):
+    def may_match(self, data: bytes, path: str = "", found: Found | None = None) -> bool:
+        """`path`: the file's, when known (a rule may never report in a test).
+        `found`: what was looked for in `data` already (rules share words and
+        requirements: each is looked for once per file)."""
+        if found is None:
+            found = {}
+        if self.triggers and not any(_has(data, t, found) for t in self.triggers):
             return False
-        return all(
-            any(w in data if isinstance(w, bytes) else w.search(data) for w in need)
-            for need in self.requires
-        )
+        if not self.in_checking_files and is_test_or_check_file(path):
+            return False
+        return all(any(_has(data, w, found) for w in need) for need in self.requires)
 
-    def may_call(self, seen: Called) -> bool:
+    def may_call(self, seen: Called, target_torch: tuple[int, int] | None = None) -> bool:
+        """`target_torch`: the setting (None: the latest torch)."""
         if self.moves and not self.moves & seen.moved:
             return False
         if self.casts and not self.casts & seen.cast:
@@ -93,6 +126,17 @@ class RuleEntry:
         if self.looped and not self.looped & seen.looped:
             return False
         if self.evaluates and not seen.evaluates:
+            return False
+        if (
+            self.argued
+            and not self.argued & seen.argued
+            and not (
+                self.plain_below is not None
+                and target_torch is not None
+                and target_torch < self.plain_below
+                and self.argued & seen.names
+            )
+        ):
             return False
         return all(names & seen.names for names in self.calls)
 
@@ -151,6 +195,8 @@ AUTOGRAD: Need = (b"autograd",)  # every debugging aid ACL303 knows is in torch.
 
 # Calls (the second prefilter): a backward pass, as `TRAINS` spells it
 BACKWARD = frozenset({"backward", "manual_backward"})
+# an optimizer step (`Loops.accumulations` starts from one): `opt.step()`, `scaler.step(opt)`
+STEP = frozenset({"step"})
 
 
 def last_names(*qualified: frozenset[str]) -> frozenset[str]:
@@ -303,13 +349,21 @@ RULES: tuple[RuleEntry, ...] = (
         calls=(frozenset({"zero_", "fill_"}) | last_names(ZEROS_LIKE),),  # what zero-fills
         looped=frozenset({"parameters", "named_parameters", "param_groups"}),
     ),
-    RuleEntry("ACL302", "zero_grad_keeps_tensors.ZeroGradKeepsTensors", (b"zero_grad",)),
+    RuleEntry(
+        "ACL302",
+        "zero_grad_keeps_tensors.ZeroGradKeepsTensors",
+        (b"zero_grad",),
+        # `zero_grad(set_to_none=False)`; a plain `zero_grad()` only below torch 2.0
+        argued=frozenset({"zero_grad"}),
+        plain_below=SET_TO_NONE_DEFAULT_SINCE,
+    ),
     RuleEntry(
         "ACL303",
         "debug_api_left_on.DebugApiLeftOn",
         (b"anomaly", b"profile", b"emit_nvtx", b"gradcheck"),
         requires=(AUTOGRAD,),
         calls=(last_names(SET_DETECT_ANOMALY, DETECT_ANOMALY, AUTOGRAD_PROFILER, GRADCHECK),),
+        in_checking_files=False,
     ),
     RuleEntry(
         "ACL304",
@@ -346,7 +400,7 @@ RULES: tuple[RuleEntry, ...] = (
         "accumulated_loss_not_scaled.AccumulatedLossNotScaled",
         (b"backward",),
         requires=(TRAINS,),
-        calls=(BACKWARD,),
+        calls=(BACKWARD, STEP),
     ),
     RuleEntry(
         "ACL311",
@@ -375,7 +429,7 @@ RULES: tuple[RuleEntry, ...] = (
         "zero_grad_every_micro_batch.ZeroGradEveryMicroBatch",
         (b"zero_grad",),
         requires=(TRAINS,),
-        calls=(BACKWARD,),
+        calls=(BACKWARD, STEP),
     ),
     RuleEntry(
         "ACL319",
@@ -439,7 +493,8 @@ RULES: tuple[RuleEntry, ...] = (
         "ACL411",
         "wrapped_state_dict_saved.WrappedStateDictSaved",
         DATA_PARALLEL,
-        calls=(last_names(TORCH_SAVE),),
+        # a wrapper's `state_dict()` saved: the wrapper is built in the file
+        calls=(last_names(TORCH_SAVE), frozenset({"state_dict"}), last_names(MODULE_WRAPPERS)),
     ),
     RuleEntry(
         "ACL412",

@@ -14,7 +14,6 @@ whose removal is the author's call.
 from __future__ import annotations
 
 import re
-from pathlib import PurePath
 
 import libcst as cst
 
@@ -23,13 +22,12 @@ from accel_lint.facts.file import CallSite
 from accel_lint.facts.statements import Statements
 from accel_lint.facts.syntax import last_name, sub_expressions
 from accel_lint.names import Scope, resolves_to
+from accel_lint.purpose import CHECKING, is_test_or_check_file
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import AUTOGRAD_PROFILER, DETECT_ANOMALY, GRADCHECK, SET_DETECT_ANOMALY
 
 # A name that says the code around it is for debugging.
 _DEBUG_FLAG = re.compile(r"debug|anomal|profil|check|verbose", re.IGNORECASE)
-# Functions and files whose purpose is to check or measure.
-_CHECKING = re.compile(r"^test_|debug|anomal|profil|check|bench", re.IGNORECASE)
 _MAX_DEPTH = 3
 
 
@@ -41,7 +39,7 @@ class DebugApiLeftOn(Rule):
     verification = Verification(Equivalence.EXACT)
 
     def finish(self) -> None:
-        if _is_test_or_check_file(self.ctx.path):
+        if is_test_or_check_file(self.ctx.path):
             return
         for site in self.facts.calls:
             described = self._debug_call(site)
@@ -112,12 +110,12 @@ class DebugApiLeftOn(Rule):
         func = site.function
         if func is None:
             return False
-        if _CHECKING.search(func.name.value):
+        if CHECKING.search(func.name.value):
             return True
         scope: Scope | None = site.scope
         while scope is not None:  # an enclosing def named so (a nested helper)
             node = scope.node
-            if isinstance(node, cst.FunctionDef) and _CHECKING.search(node.name.value):
+            if isinstance(node, cst.FunctionDef) and CHECKING.search(node.name.value):
                 return True
             scope = scope.parent
         if depth >= _MAX_DEPTH:
@@ -152,15 +150,3 @@ def _says_debug(test: cst.BaseExpression) -> bool:
         if isinstance(node, cst.SimpleString) and _DEBUG_FLAG.search(node.value):
             return True  # `os.environ.get("DEBUG")`, `cfg["profile"]`
     return False
-
-
-def _is_test_or_check_file(path: str) -> bool:
-    if not path:
-        return False
-    pure = PurePath(path)
-    name = pure.name
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    if any(part in ("tests", "test") for part in pure.parts[:-1]):
-        return True
-    return bool(_CHECKING.search(pure.stem))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from accel_lint.source import compile_ast, cpython_ast
+from accel_lint.source import compile_ast, cpython_ast, syntax_check
 from tests.support import ROOT
 
 # deep nesting keeps each conversion long; garbage with cycles and a finalizer makes
@@ -109,3 +109,26 @@ def test_no_other_way_into_cpythons_tree():
         if "ast.parse(" in line or "PyCF_ONLY_AST" in line
     ]
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def f(a, a):\n    pass\n",  # symtable rejects it, CPython's parser does not
+        "nonlocal x\n",
+        "x = (1,\n",
+        "def f(:\n",
+        "a\x00b = 1\n",
+        "print 'hello'\n",
+        "x = 1\n",
+    ],
+)
+def test_the_syntax_check_is_cpythons_parse(text: str) -> None:
+    """`syntax_check` asks `symtable` first: its verdict and message are still those
+    of CPython's parse."""
+    try:
+        compile_ast(text, "t.py")
+        expected = None
+    except (SyntaxError, ValueError) as exc:
+        expected = str(exc)
+    assert syntax_check("t.py", text) == expected
