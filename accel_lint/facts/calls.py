@@ -34,6 +34,9 @@ class CallGraph:
             if cls is not None:
                 self._methods.setdefault(func.name.value, []).append(func)
         self._sites: dict[cst.FunctionDef, list[CallSite]] = {}
+        # (id of the call, id of the scope) -> its callee; the graph holds the facts,
+        # hence the tree, so the ids stay those of live nodes
+        self._callees: dict[tuple[int, int], tuple[cst.FunctionDef, int] | None] = {}
         self._around: dict[cst.FunctionDef, frozenset[cst.For | cst.While]] = {}
 
     def class_of(self, func: cst.FunctionDef | None) -> cst.ClassDef | None:
@@ -61,7 +64,16 @@ class CallGraph:
 
     def local_callee(self, call: cst.Call, scope: Scope) -> tuple[cst.FunctionDef, int] | None:
         """The def of this file that `call` runs, and how many implicit leading arguments
-        it gets (1 for a method's `self`, and for `Cls(...)` running `__init__`)."""
+        it gets (1 for a method's `self`, and for `Cls(...)` running `__init__`).
+        Asked again and again (every question that follows calls asks it of the same
+        sites): answered once per call and scope."""
+        key = (id(call), id(scope))
+        if key in self._callees:
+            return self._callees[key]
+        found = self._callees[key] = self._local_callee(call, scope)
+        return found
+
+    def _local_callee(self, call: cst.Call, scope: Scope) -> tuple[cst.FunctionDef, int] | None:
         func = call.func
         if type(func) is cst.Name:  # a failing `isinstance` goes through ABCMeta
             bindings = scope.lookup(func.value)
