@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from accel_lint.torch_api import CAST_METHODS
 
@@ -74,6 +75,25 @@ _NO_CALLS = (
 # have no depth of their own)
 _LEAVES = (ast.Name, ast.Constant)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _node_types(root: type) -> set[type]:
+    found = {root}
+    subclasses: list[type] = root.__subclasses__()
+    for sub in subclasses:
+        found |= _node_types(sub)
+    return found
+
+
+# The walk decides by type, one lookup per child (CPython builds only these classes):
+# the nodes it enters, and the leaves it enters only when they would be the deepest.
+_ENTERED = frozenset(t for t in _node_types(ast.AST) if not issubclass(t, _NO_CALLS))
+_LEAF_TYPES = frozenset(t for t in _node_types(ast.AST) if issubclass(t, _LEAVES))
+# the nodes the pass reads something from (all others are only descended)
+_READ = frozenset(
+    {ast.Call, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor}
+    | {ast.Assign, ast.Import, ast.ImportFrom}
+)
 _IMPORTS = (ast.Import, ast.ImportFrom)
 _LOOPS = (ast.For, ast.AsyncFor)
 
@@ -117,7 +137,10 @@ def called(tree: ast.Module) -> Called:
         node, function, depth = stack.pop()
         if depth > best:
             best, best_node = depth, node
-        if isinstance(node, ast.Call):
+        kind = type(node)
+        if kind not in _READ:
+            pass
+        elif isinstance(node, ast.Call):
             func = node.func
             name = _last(func)
             if name is not None:
@@ -169,19 +192,15 @@ def called(tree: ast.Module) -> Called:
             for alias in node.names:
                 if alias.asname is not None:
                     renamed.setdefault(alias.asname, []).append(alias.name.rsplit(".", 1)[-1])
-        child = depth + (len(node.values) - 1 if isinstance(node, ast.BoolOp) else 1)
+        child = depth + (len(node.values) - 1 if kind is ast.BoolOp else 1)  # type: ignore[attr-defined]
         for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, list):
+            value: Any = getattr(node, field, None)
+            value_kind = type(value)
+            if value_kind is list:
                 for item in value:
-                    if isinstance(item, ast.AST) and (
-                        not isinstance(item, _NO_CALLS)
-                        or (child > best and isinstance(item, _LEAVES))
-                    ):
+                    if type(item) in _ENTERED or (child > best and type(item) in _LEAF_TYPES):
                         push((item, function, child))
-            elif isinstance(value, ast.AST) and (
-                not isinstance(value, _NO_CALLS) or (child > best and isinstance(value, _LEAVES))
-            ):
+            elif value_kind in _ENTERED or (child > best and value_kind in _LEAF_TYPES):
                 push((value, function, child))
     return Called(
         frozenset(_with_originals(names, renamed)),

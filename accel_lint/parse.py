@@ -33,7 +33,7 @@ from libcst._nodes.base import CSTNode
 
 from accel_lint.called import Called, called
 from accel_lint.diagnostic import Diagnostic, parse_error
-from accel_lint.incremental import Reparser, parse_in_parts
+from accel_lint.incremental import PART_CHARS, Reparser, parse_in_parts
 from accel_lint.source import compile_ast, cpython_ast
 
 # Real code stays far below this (99.9% of 24,000 files from PyPI packages and
@@ -193,8 +193,10 @@ def parse(
             why = f"{depth} levels deep here; the limit is {DEPTH_LIMIT}"
             return Parsed(None, too_deep(path, row, _char_column(text, row, offset), why))
         # from here on only its statements are read (positions, the incremental
-        # reparse, where libcst fails): its expressions go before libcst's tree is built
-        statements_only(tree)
+        # reparse, where libcst fails): a large file's expressions go before libcst's
+        # tree is built (a small file's are not worth the pass)
+        if len(text) > PART_CHARS:
+            statements_only(tree)
 
     try:
         # what CPython rejects is never spliced: the whole text decides the ACL000
