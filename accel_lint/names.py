@@ -54,6 +54,11 @@ class Scope:
     star_imports: list[str] = field(default_factory=list)
     # the module scope's memo of `qualified_names` per bindings list (see there)
     resolved: dict[tuple[int, int], _Resolved] = field(default_factory=dict, repr=False)
+    # the module scope's answers of `qualified_names` once the file's bindings are all
+    # known (`FileFacts.finish` sets it): the rules ask the same expressions again
+    final: dict[tuple[int, int], tuple[cst.BaseExpression, frozenset[str]]] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def module(self) -> Scope:
@@ -121,6 +126,20 @@ def qualified_names(expr: cst.BaseExpression, scope: Scope, _depth: int = 0) -> 
 
     Empty when the expression is not a name chain or the root name is unbound.
     """
+    if _depth == 0:
+        final = scope.module.final
+        if final is not None:
+            # by id (libcst's `__hash__` is a Python call); the entry holds the node,
+            # so its id cannot be reused by another
+            key = (id(expr), id(scope))
+            known = final.get(key)
+            if known is None or known[0] is not expr:
+                known = final[key] = (expr, _qualified_names(expr, scope, 0))
+            return known[1]
+    return _qualified_names(expr, scope, _depth)
+
+
+def _qualified_names(expr: cst.BaseExpression, scope: Scope, _depth: int) -> frozenset[str]:
     if _depth > 8:
         return frozenset({LOCAL})
     # by type: a failing `isinstance` against libcst's classes goes through ABCMeta

@@ -273,6 +273,8 @@ class FileFacts:
         self._finish_calls()
         self._finish_constants()
         self._finish_kwargs_dicts()
+        # every binding is known: `qualified_names` may keep its answers from here on
+        self.module_scope.final = {}
 
     def _finish_calls(self) -> None:
         option_calls: list[CallSite] = []
