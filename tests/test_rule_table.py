@@ -166,6 +166,14 @@ def test_called_names_decorators_and_renamed_imports() -> None:
             True,
         ),
         ("ACL411", "model = nn.DataParallel(model)\ntorch.save(sd, 'm.pt')\n", False),
+        # ACL305: a clip between a scaled backward and the scaler's step
+        ("ACL305", "loss.backward()\nclip_grad_norm_(ps, 1.0)\nopt.step()\n", False),
+        (
+            "ACL305",
+            "scaler.scale(loss).backward()\ntorch.nn.utils.clip_grad_norm_(ps, 1.0)\n"
+            "scaler.step(opt)\n",
+            True,
+        ),
         # ACL310, ACL318: an accumulation steps an optimizer
         ("ACL310", "loss.backward()\nfor p in m.parameters(): p.data -= lr * p.grad\n", False),
         ("ACL318", "loss.backward()\nif (i + 1) % k == 0:\n    scaler.step(opt)\n", True),

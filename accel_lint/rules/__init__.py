@@ -25,6 +25,7 @@ from accel_lint.torch_api import (
     AUTOGRAD_PROFILER,
     BATCH_NORM_CLASSES,
     CAST_CREATORS,
+    CLIP_GRAD,
     CONV_CLASSES,
     DATALOADER,
     DDP,
@@ -370,7 +371,13 @@ RULES: tuple[RuleEntry, ...] = (
         "deprecated_cuda_amp.DeprecatedCudaAmp",
         (b"cuda.amp", b"cpu.amp", b"import amp", b"custom_fwd", b"custom_bwd"),
     ),
-    RuleEntry("ACL305", "clip_scaled_gradients.ClipScaledGradients", (b"clip_grad",)),
+    RuleEntry(
+        "ACL305",
+        "clip_scaled_gradients.ClipScaledGradients",
+        (b"clip_grad",),
+        # a clip between `scaler.scale(loss).backward()` and `scaler.step(optimizer)`
+        calls=(last_names(CLIP_GRAD), frozenset({"scale"}), BACKWARD, STEP),
+    ),
     RuleEntry("ACL306", "apex_amp.ApexAmp", (b"apex",)),
     RuleEntry(
         "ACL307",
