@@ -252,16 +252,12 @@ def main() -> None:
         def check(*more: str) -> list[str]:
             return [exe, "check", *more, "--no-cache", "-q"]
 
+        script = work / "train.py"
+        shutil.copyfile(ROOT / "fixtures" / "cnn_bn" / "train.py", script)
+        one_file = "one file with findings (cnn_bn/train.py)"
+        one_floor = [sys.executable, "-c", FLOOR_ONE, str(script)]
         if "one-file" in only:
-            script = work / "train.py"
-            shutil.copyfile(ROOT / "fixtures" / "cnn_bn" / "train.py", script)
-            paired(
-                "one file with findings (cnn_bn/train.py)",
-                check(str(script)),
-                [sys.executable, "-c", FLOOR_ONE, str(script)],
-                args.runs,
-                work,
-            )
+            paired(one_file, check(str(script)), one_floor, args.runs, work)
         repo = str(args.repo)
         ours = check(repo, "--select", "ALL", "--jobs", "1")
         if "repo" in only:
@@ -307,15 +303,7 @@ def main() -> None:
             else:
                 print(f"ruff: {args.ruff_cmd} not found (see the module doc)")
         if "instructions" in only:
-            script = work / "train.py"
-            shutil.copyfile(ROOT / "fixtures" / "cnn_bn" / "train.py", script)
-            counted(
-                "one file with findings (cnn_bn/train.py)",
-                check(str(script)),
-                [sys.executable, "-c", FLOOR_ONE, str(script)],
-                work,
-                "floor",
-            )
+            counted(one_file, check(str(script)), one_floor, work, "floor")
             counted(
                 f"{args.repo.name}, --select ALL --jobs 1",
                 ours,
