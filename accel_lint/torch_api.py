@@ -473,6 +473,11 @@ DTYPES = {
     "torch.short": "torch.int16",
 }
 
+# How a file puts work on an accelerator, or receives a device to put it on: the rule
+# table asks it of a file's bytes (ACL308 is not parsed for without it), and ACL308 of
+# the text (with none, there is no device to wait for).
+DEVICE_WORDS = re.compile(rb"cuda|device|mps|xpu|accelerat|xla|npu|hpu|\.to\(")
+
 CLIP_GRAD = _spellings(
     ("torch.nn.utils", "torch.nn.utils.clip_grad"),
     ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"),

@@ -72,6 +72,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
         (
             "accel_lint.names",
             "accel_lint.called",
+            "accel_lint.purpose",  # what a file is for, from its path
             "accel_lint.startup",
             "accel_lint.torch_api",  # data only: what the prefilters and the rules know
             "accel_lint.incremental",

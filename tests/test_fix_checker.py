@@ -129,8 +129,8 @@ def with_rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[type[Rule]]]:
     extra: list[type[Rule]] = []
     real = engine.rules_for
 
-    def rules_for(codes: frozenset[str], data: bytes) -> list[type[Rule]]:
-        return [*real(codes, data), *extra]
+    def rules_for(codes: frozenset[str], data: bytes, path: str = "") -> list[type[Rule]]:
+        return [*real(codes, data, path), *extra]
 
     for module in (fixer, engine, server):
         monkeypatch.setattr(module, "rules_for", rules_for)

@@ -30,6 +30,7 @@ from accel_lint.torch_api import (
     DATALOADER,
     DDP,
     DETECT_ANOMALY,
+    DEVICE_WORDS,
     FUSED_OPTIMIZERS,
     GRADCHECK,
     INIT_PROCESS_GROUP,
@@ -162,9 +163,6 @@ TRAINS: Need = (
 # what `FileFacts.touches_cuda` looks for: `.cuda()`, `torch.cuda.*`, a "cuda" device,
 # `torch.accelerator.*`
 CUDA: Need = (b"cuda", b"accelerator")
-# how a file puts work on an accelerator, or receives a device to put it on (ACL308
-# reads it from the text too: with none, there is no device to wait for)
-DEVICE_WORDS = re.compile(rb"cuda|device|mps|xpu|accelerat|xla|npu|hpu|\.to\(")
 AUTOCAST: Need = (b"autocast",)
 # a call of `torch.compile` (the name may be imported, or renamed on import); a file
 # whose only `compile(` is `re.compile(` or `_compile(` does not match

@@ -28,8 +28,12 @@ from accel_lint.facts.ranks import RankAnalysis, Verdict
 from accel_lint.facts.syntax import last_name
 from accel_lint.names import LOCAL, qualified_names, resolves_to
 from accel_lint.rule import FixSafety, Rule
-from accel_lint.rules import DEVICE_WORDS
-from accel_lint.torch_api import DEVICE_SYNCHRONIZE, HOST_SYNC_METHODS, TENSOR_TESTS
+from accel_lint.torch_api import (
+    DEVICE_SYNCHRONIZE,
+    DEVICE_WORDS,
+    HOST_SYNC_METHODS,
+    TENSOR_TESTS,
+)
 
 _CANDIDATES = HOST_SYNC_METHODS | {"synchronize", "print"}
 # Functions that time the step (`time_synchronized()`, `compute_time_train()`).
