@@ -14,6 +14,7 @@ in workers.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import traceback
 from collections.abc import Sequence
@@ -32,6 +33,8 @@ if TYPE_CHECKING:  # libcst loads only for files a rule may match
 
 # Below this many files to lint, forking workers costs more than it saves.
 PARALLEL_MIN_FILES = 8
+# what `warm_start` reads at most, looking for the rules the files need
+WARM_BYTES = 1 << 20
 
 
 @dataclass
@@ -261,21 +264,40 @@ def warm_start(paths: Sequence[str], settings: Settings) -> None:
     view of it: workers forked afterwards start warm instead of each importing it
     all again, and no collection in them visits the imported objects (nor writes
     to their pages, which forked workers share with this process until written).
-    The rules imported are those one process linting the same files would import."""
-    needed: dict[str, RuleEntry] = {}
+
+    Only trigger words are looked for (not the requirements: their patterns cost
+    more than the import they would save), each rule's until one file spells
+    them, and in files up to `WARM_BYTES` in all: on a large tree, looking for a
+    word no file spells cost more than importing a rule (its words searched in
+    1 MB of files cost about what its import does), so a rule found only
+    further on is imported by the workers that need it, each once."""
+    todo = list(RULES)
+    needed: list[RuleEntry] = []
+    seen = 0
     for path in paths:
+        if not todo or seen >= WARM_BYTES:
+            break
         try:
             data = read_bytes(path)
         except ReadError:
             continue
+        seen += len(data)
         codes = settings.codes_for(path)
-        for entry in RULES:
-            if entry.code not in needed and entry.code in codes and entry.may_match(data, path):
-                needed[entry.code] = entry
+        rest: list[RuleEntry] = []
+        for entry in todo:
+            if entry.code in codes and (
+                not entry.triggers or any(word in data for word in entry.triggers)
+            ):
+                needed.append(entry)
+            else:
+                rest.append(entry)
+        todo = rest
     if needed:
         import accel_lint.engine  # noqa: F401  (libcst, the facts, the positions)
 
-        for entry in needed.values():
+        importlib.import_module("libcst.native")  # the parser's types, built on import
+
+        for entry in needed:
             _ = entry.rule
     gc.freeze()
 

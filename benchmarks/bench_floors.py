@@ -26,10 +26,15 @@ the median of the per-pair ratios (with each side's median beside it):
   libcst's parse of the files with findings only;
 - `jobs`: `check TREE --select ALL --no-cache -q --jobs 2` against `--jobs 1`
   on a tree of 300 files (by default spread evenly over the training
-  repositories of `/work/corpus`, copied to a temporary directory);
-- `instructions`: the `one-file` and `repo` pairs counted in instructions
+  repositories of `/work/corpus`, copied to a temporary directory); and its
+  floor, what two processes at once cost on the machine whoever runs them: two
+  `--jobs 1` runs on the tree's halves started together, against the same two
+  one after the other;
+- `instructions`: the `one-file`, `repo` and `jobs` pairs counted in instructions
   executed (valgrind's `cachegrind --cache-sim=no`, user space, one run each:
-  about 15x slower than the CPU pairs). CPU seconds on a shared virtual machine
+  about 15x slower than the CPU pairs; `--jobs 2` with its workers: valgrind
+  counts a forked worker on from its parent's count at the fork, which is
+  measured alone and taken off). CPU seconds on a shared virtual machine
   drift by up to 40% between identical runs; the count repeats to 0.1%, so it
   shows what a change did. It is not time (libcst's native parser and our Python
   differ in instructions per second), and CPU time is what the goals are about:
@@ -104,6 +109,56 @@ def instructions(args: list[str], cwd: Path) -> int | None:
     return None
 
 
+# `check ... --jobs 2` stopped where the workers would fork (the wrapper is the
+# benchmark's, not the product's): what each forked worker's count starts from
+FORK_POINT = (
+    "import os, sys\n"
+    "import accel_lint.parallel as parallel\n"
+    "parallel.map_ordered = lambda *args, **kwargs: os._exit(0)\n"
+    "from accel_lint.cli import main\n"
+    "sys.argv = ['accel-lint', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+def forked_instructions(args: list[str], cwd: Path) -> int | None:
+    """Instructions of `accel-lint ARGS` and its forked workers together. valgrind
+    follows a fork inside the same count, so each worker's count includes what the
+    parent had executed when it forked: that is measured alone (`FORK_POINT`) and
+    taken off once per worker."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        subprocess.run(
+            [
+                valgrind,
+                "--tool=cachegrind",
+                "--cache-sim=no",
+                "--trace-children=yes",
+                f"--cachegrind-out-file={out}/count.%p",
+                sys.executable,
+                str(Path(sys.executable).with_name("accel-lint")),
+                *args,
+            ],
+            cwd=cwd,
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        counts = [
+            int(line.split()[1])
+            for path in out.glob("count.*")
+            for line in path.read_text().splitlines()
+            if line.startswith("summary:")
+        ]
+    at_fork = instructions([sys.executable, "-c", FORK_POINT, *args], cwd)
+    if not counts or at_fork is None:
+        return None
+    return sum(counts) - (len(counts) - 1) * at_fork
+
+
 def counted(label: str, ours: list[str], other: list[str], cwd: Path, other_label: str) -> None:
     subprocess.run(ours, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, check=False)  # caches
     a, b = instructions(ours, cwd), instructions(other, cwd)
@@ -126,6 +181,7 @@ def paired(
     *,
     ours_over_other: bool = True,
     other_label: str = "floor",
+    ours_label: str = "accel-lint",
 ) -> float:
     """Alternate the two commands `runs` times; print and return the median ratio."""
     cpu_of(ours, cwd)  # page cache, bytecode cache
@@ -145,10 +201,10 @@ def paired(
             b.append(x)
     ratios = [x / y if ours_over_other else y / x for x, y in zip(a, b)]
     ratio = statistics.median(ratios)
-    what = f"accel-lint / {other_label}" if ours_over_other else f"{other_label} / accel-lint"
+    what = f"{ours_label} / {other_label}" if ours_over_other else f"{other_label} / {ours_label}"
     print(
         f"{label:44} {what:28} {ratio:6.2f}x  (range {min(ratios):.2f}-{max(ratios):.2f}; "
-        f"CPU s median: accel-lint {statistics.median(a):.2f}, {other_label} "
+        f"CPU s median: {ours_label} {statistics.median(a):.2f}, {other_label} "
         f"{statistics.median(b):.2f}; {runs} pairs; load average {load_before:.1f} -> "
         f"{os.getloadavg()[0]:.1f})",
         flush=True,
@@ -164,7 +220,7 @@ def ast_first(repo: Path, exe: str, work: Path) -> None:
 
     import libcst
 
-    from accel_lint.called import called
+    from accel_lint.called import Called
     from accel_lint.config import Selection, load_settings
     from accel_lint.engine import rules_for
     from accel_lint.parse import parse
@@ -187,8 +243,7 @@ def ast_first(repo: Path, exe: str, work: Path) -> None:
         rules = rules_for(settings.codes_for(str(path)), data)
         if rules:  # as `engine.analyze` decides, on CPython's tree, before libcst parses
 
-            def wanted(tree: ast.Module, rules: list[Any] = rules) -> bool:
-                seen = called(tree)
+            def wanted(seen: Called, rules: list[Any] = rules) -> bool:
                 return any(BY_CODE[rule.code].may_call(seen) for rule in rules)
 
             if parse(str(path), data.decode("utf-8", "replace"), wanted).module is not None:
@@ -211,6 +266,33 @@ def ast_first(repo: Path, exe: str, work: Path) -> None:
         f"of the {len(found)} with findings {later:.2f} s; parse CPU "
         f"{(everything + later) / today:.2f}x today's (load average {os.getloadavg()[0]:.1f})"
     )
+
+
+# Two `check --jobs 1` runs, on the two halves of a tree, at once or one after the
+# other: what running two processes at once costs on this machine, accel-lint's
+# workers or not (`jobs`'s floor).
+TWO_RUNS = (
+    "import subprocess, sys\n"
+    "mode, exe, *halves = sys.argv[1:]\n"
+    "runs = [[exe, 'check', h, '--select', 'ALL', '--no-cache', '-q', '--jobs', '1']"
+    " for h in halves]\n"
+    "if mode == 'at-once':\n"
+    "    for p in [subprocess.Popen(r, stdout=subprocess.DEVNULL) for r in runs]:\n"
+    "        p.wait()\n"
+    "else:\n"
+    "    for r in runs:\n"
+    "        subprocess.run(r, stdout=subprocess.DEVNULL)\n"
+)
+
+
+def halves(tree: Path, dest: Path) -> list[Path]:
+    """The tree's Python files dealt alternately into two copies."""
+    out = [dest / "first", dest / "second"]
+    for index, source in enumerate(sorted(tree.rglob("*.py"))):
+        target = out[index % 2] / source.relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    return out
 
 
 def spread_tree(dest: Path, count: int) -> Path:
@@ -251,6 +333,12 @@ def main() -> None:
 
         def check(*more: str) -> list[str]:
             return [exe, "check", *more, "--no-cache", "-q"]
+
+        def jobs_tree() -> Path:
+            if args.tree is not None:
+                return Path(args.tree)
+            tree = work / "tree"
+            return tree if tree.is_dir() else spread_tree(tree, 300)
 
         script = work / "train.py"
         shutil.copyfile(ROOT / "fixtures" / "cnn_bn" / "train.py", script)
@@ -311,10 +399,23 @@ def main() -> None:
                 work,
                 "libcst parse",
             )
+            tree = jobs_tree()
+            count = sum(1 for _ in Path(tree).rglob("*.py"))
+            jobs_args = ["check", str(tree), "--select", "ALL", "--no-cache", "-q"]
+            subprocess.run(check(str(tree)), cwd=work, env=ENV, stdout=subprocess.DEVNULL)
+            two = forked_instructions([*jobs_args, "--jobs", "2"], cwd=work)
+            one = instructions(check(str(tree), "--select", "ALL", "--jobs", "1"), work)
+            if one is not None and two is not None:
+                print(
+                    f"{f'{count}-file tree, --jobs 2 against --jobs 1':44} "
+                    f"{'accel-lint / --jobs 1':28} {two / one:6.3f}x  (instructions: --jobs 2 "
+                    f"{two / 1e9:.3f} G with its workers, --jobs 1 {one / 1e9:.3f} G)",
+                    flush=True,
+                )
         if "ast-first" in only:
             ast_first(args.repo, exe, work)
         if "jobs" in only:
-            tree = args.tree or spread_tree(work / "tree", 300)
+            tree = jobs_tree()
             count = sum(1 for _ in Path(tree).rglob("*.py"))
             paired(
                 f"{count}-file tree, --jobs 2 against --jobs 1",
@@ -323,6 +424,16 @@ def main() -> None:
                 max(3, args.runs // 2),
                 work,
                 other_label="--jobs 1",
+            )
+            parts = [str(p) for p in halves(Path(tree), work / "halves")]
+            paired(
+                "two --jobs 1 runs on its halves: at once",
+                [sys.executable, "-c", TWO_RUNS, "at-once", exe, *parts],
+                [sys.executable, "-c", TWO_RUNS, "one-by-one", exe, *parts],
+                max(3, args.runs // 2),
+                work,
+                other_label="one by one",
+                ours_label="at once",
             )
 
 

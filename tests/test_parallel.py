@@ -253,3 +253,52 @@ def test_workers_start_warm(tree: list[str], tmp_path: Path) -> None:
     rules = json.loads(rules_line)
     assert "accel_lint.rules.dataloader_sync_loading" in rules
     assert not any("data_parallel" in module for module in rules)
+
+
+def test_warm_start_reads_a_bounded_part_of_a_large_tree(tmp_path: Path) -> None:
+    """`warm_start` looks for trigger words in the files up to `WARM_BYTES` only: a
+    rule named only further on is left to the worker that needs it (on a large tree,
+    looking for a word no file spells costs more than importing a rule), and one
+    named within the budget is imported. In a fresh process, as above."""
+    first = tmp_path / "a_train.py"
+    first.write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n")
+    filler = tmp_path / "b_filler.py"
+    filler.write_text("x = 1\n" * 200)
+    late = tmp_path / "c_late.py"
+    late.write_text("import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n")
+    probe = textwrap.dedent(
+        """
+        import gc, json, sys
+        from accel_lint import lint
+        from accel_lint.config import Selection, load_settings
+
+        lint.WARM_BYTES = int(sys.argv[1])
+        settings = load_settings(isolated=True, cli=Selection(select=("ALL",)))
+        lint.warm_start(sys.argv[2:], settings)
+        rules = sorted(m for m in sys.modules if m.startswith("accel_lint.rules."))
+        print(json.dumps([rules, gc.get_freeze_count() > 0]))
+        """
+    )
+    paths = [str(first), str(filler), str(late)]
+
+    def imported(budget: int) -> tuple[list[str], bool]:
+        result = subprocess.run(
+            [sys.executable, "-c", probe, str(budget), *paths],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        rules, frozen = json.loads(result.stdout.strip().splitlines()[-1])
+        assert frozen
+        return rules, frozen
+
+    # the first two files reach the budget: the third is never read
+    small, _ = imported(first.stat().st_size + filler.stat().st_size)
+    assert "accel_lint.rules.dataloader_sync_loading" in small
+    assert "accel_lint.rules.tf32_legacy_api" not in small
+    whole, _ = imported(1 << 20)
+    assert "accel_lint.rules.dataloader_sync_loading" in whole
+    assert "accel_lint.rules.tf32_legacy_api" in whole
+    assert not any("data_parallel" in module for module in whole)
