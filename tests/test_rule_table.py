@@ -105,7 +105,31 @@ def test_called_names_decorators_and_renamed_imports() -> None:
     [
         # torch's own sources: the words, in docstrings, definitions and messages
         ("ACL307", "def backward(ctx, g):\n    '''call loss.backward()'''\n", False),
-        ("ACL307", "loss.backward()\n", True),
+        # ACL307: a loss accumulated in a loop, read by a backward or returned by a
+        # function of the file
+        ("ACL307", "loss.backward()\n", False),
+        (
+            "ACL307",
+            "for b in loader:\n    loss = f(b)\n    loss.backward()\n    total += loss\n",
+            True,
+        ),
+        (
+            "ACL307",
+            "for b in loader:\n    loss = f(b)\n    loss.backward()\n    total += loss.item()\n",
+            False,
+        ),
+        ("ACL307", "loss.backward()\ntotal = total + loss\n", False),  # in no loop
+        (
+            "ACL307",
+            "for b in loader:\n    scaler.scale(loss).backward()\n    losses.append(loss / n)\n",
+            True,
+        ),
+        (
+            "ACL307",
+            "def train_step(b):\n    loss = f(b)\n    loss.backward()\n    return loss\n"
+            "for b in loader:\n    loss = train_step(b)\n    total = total + loss\n",
+            True,
+        ),
         ("ACL206", "msg = 'use torch.compile(model)'\nself.compile(graph)\n", True),
         ("ACL206", "msg = 'use torch.compile(model)'\nre.compile('x')\n", True),
         ("ACL206", "msg = 'use torch.compile(model)'\nfx.compile_fx(graph)\n", False),
@@ -176,7 +200,51 @@ def test_called_names_decorators_and_renamed_imports() -> None:
         ),
         # ACL310, ACL318: an accumulation steps an optimizer
         ("ACL310", "loss.backward()\nfor p in m.parameters(): p.data -= lr * p.grad\n", False),
-        ("ACL318", "loss.backward()\nif (i + 1) % k == 0:\n    scaler.step(opt)\n", True),
+        (
+            "ACL318",
+            "for i, b in enumerate(loader):\n    loss.backward()\n    if (i + 1) % k == 0:\n"
+            "        scaler.step(opt)\n",
+            True,
+        ),
+        (  # the counter test in the function the loop calls
+            "ACL310",
+            "def train_step(i, b):\n    loss.backward()\n    if (i + 1) % k == 0:\n"
+            "        opt.step()\n",
+            True,
+        ),
+        (  # the main guard is no counter test
+            "ACL310",
+            "if __name__ == '__main__':\n    for b in loader:\n        loss.backward()\n"
+            "        opt.step()\n",
+            False,
+        ),
+        # ... under an `if`, or after a counted micro-batch loop in the loop around it
+        ("ACL310", "for b in loader:\n    loss.backward()\n    opt.step()\n", False),
+        (
+            "ACL310",
+            "for batch in loader:\n    for part in batch.chunk(4):\n        loss.backward()\n"
+            "    opt.step()\n",
+            True,
+        ),
+        (
+            "ACL318",
+            "r = range\nfor b in loader:\n    for i in tqdm(r(4)):\n        loss.backward()\n"
+            "    opt.step()\n",
+            True,
+        ),
+        (
+            "ACL318",
+            "for epoch in range(n):\n    for i in range(k):\n        loss.backward()\n"
+            "        opt.step()\n",
+            False,
+        ),
+        (  # reinforcement learning: the environment steps in the episode's loop
+            "ACL310",
+            "def finish_episode():\n    loss.backward()\n    opt.step()\n"
+            "for episode in count(1):\n    for t in range(100):\n        s, r, d, _ = env.step(a)\n"
+            "    finish_episode()\n",
+            False,
+        ),
         ("ACL303", "torch.autograd.set_detect_anomaly(True)\n", True),
         # ACL311: a function with a loop, named for evaluation or calling `.eval()`
         ("ACL311", "def forward(self, x):\n    for b in self.blocks:\n        x = b(x)\n", False),

@@ -96,6 +96,11 @@ class RuleEntry:
     plain_below: tuple[int, int] | None = None
     # False: never reported in a test, or a file named for checking or measuring
     in_checking_files: bool = True
+    # the file has the shape of a gradient accumulation (`Called.accumulates`), or
+    # of a loss accumulated in a loop (`Called.accumulates_loss`): asked last, of the
+    # files every other requirement lets through (a second pass over CPython's tree)
+    accumulates: bool = False
+    accumulates_loss: bool = False
 
     @cached_property
     def rule(self) -> type[Rule]:
@@ -140,7 +145,11 @@ class RuleEntry:
             )
         ):
             return False
-        return all(names & seen.names for names in self.calls)
+        if not all(names & seen.names for names in self.calls):
+            return False
+        if self.accumulates and not seen.accumulates:
+            return False
+        return not (self.accumulates_loss and not seen.accumulates_loss)
 
 
 # trigger words several rules share (the loader rules share one word on purpose: a fix
@@ -383,6 +392,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"backward",),
         requires=(TRAINS,),
         calls=(BACKWARD,),
+        accumulates_loss=True,
     ),
     RuleEntry(
         "ACL308",
@@ -406,6 +416,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"backward",),
         requires=(TRAINS,),
         calls=(BACKWARD, STEP),
+        accumulates=True,
     ),
     RuleEntry(
         "ACL311",
@@ -435,6 +446,7 @@ RULES: tuple[RuleEntry, ...] = (
         (b"zero_grad",),
         requires=(TRAINS,),
         calls=(BACKWARD, STEP),
+        accumulates=True,
     ),
     RuleEntry(
         "ACL319",
