@@ -38,7 +38,8 @@ the median of the per-pair ratios (with each side's median beside it):
   drift by up to 40% between identical runs; the count repeats to 0.1%, so it
   shows what a change did. It is not time (libcst's native parser and our Python
   differ in instructions per second), and CPU time is what the goals are about:
-  on pytorch/examples at stop 33 the two ratios agreed within 0.03.
+  on pytorch/examples the CPU ratio came out 0.15-0.2 above the instruction
+  ratio in the three 10-pair runs of stops 33 and 34 (docs/performance.md).
 
 TorchFix and ruff are not dependencies: install them in a throwaway venv (torch
 first, pinned, or pip resolves a multi-GB build):
