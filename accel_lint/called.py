@@ -51,9 +51,10 @@ class Called:
     # and column (in UTF-8 bytes, as CPython counts) of the deepest node
     deepest: tuple[int, int, int] = (0, 1, 0)
     # what `Loops.accumulations` starts from: an optimizer step (`x.step(...)`) inside
-    # an `if` in a loop or a function (a counter test), or a counted `for` (`range(k)`, `.chunk(k)`,
-    # `tqdm(range(k))`) inside a loop whose body steps outside it (the micro-batch
-    # loop). A superset: any such `if`, any loop around, any `.step`
+    # an `if` in a loop or a function (a counter test), or a counted `for`
+    # (`range(k)`, `.chunk(k)`, `tqdm(range(k))`) inside a loop whose body steps
+    # outside it (the micro-batch loop). A superset: any such `if`, any loop around,
+    # any `.step`
     accumulates: bool = True
     # ACL307's shape: inside a loop, `t += x`, `t = t + x` or `l.append(x)` (`x` alone,
     # or times or over something), where `x` is read by a backward call
@@ -225,18 +226,18 @@ def called(tree: ast.Module) -> Called:
             for alias in node.names:
                 if alias.asname is not None:
                     renamed.setdefault(alias.asname, []).append(alias.name.rsplit(".", 1)[-1])
-        else:  # an assignment, or an expression statement
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Expr)):
             if where.loops:
                 shapes.accumulated.update(_accumulated(node))
-            if kind is ast.Assign:
+            if isinstance(node, ast.Assign):
                 # `Loader = DataLoader`, `zeros = torch.zeros`: calling the alias calls it
-                targets = node.targets  # type: ignore[attr-defined]
+                targets = node.targets
                 if len(targets) == 1 and isinstance(targets[0], ast.Name):
-                    name = _last(node.value)  # type: ignore[attr-defined]
+                    name = _last(node.value)
                     if name is not None:
                         renamed.setdefault(targets[0].id, []).append(name)
-            if kind is not ast.Expr:
-                shapes.bound_to_call(node)  # type: ignore[arg-type]
+            if not isinstance(node, ast.Expr):
+                shapes.bound_to_call(node)
         child = depth + (len(node.values) - 1 if kind is ast.BoolOp else 1)  # type: ignore[attr-defined]
         inside = where
         if kind in _SCOPING:
