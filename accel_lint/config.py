@@ -12,7 +12,6 @@ prefix wins and `ignore` wins ties.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 import re
@@ -127,6 +126,8 @@ class Settings:
             "torch": self.target_torch,
             "opts": {k: dict(v) for k, v in sorted(self.rule_options.items())},
         }
+        import hashlib  # only a cached run asks
+
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 

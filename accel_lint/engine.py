@@ -47,13 +47,20 @@ class Analysis:
     _facts: FileFacts | None = None
     _rules: list[Rule] = field(default_factory=list)
 
-    def range_of(self, node: cst.CSTNode) -> CodeRange:
+    def _located(self) -> Locator:
         if self._locator is None:
             assert self.module is not None
             self._locator = Locator(
                 self.module, self.source.text, self.tree, self.reparser, self._parents
             )
-        return self._locator.range_of(node)
+        return self._locator
+
+    def range_of(self, node: cst.CSTNode) -> CodeRange:
+        return self._located().range_of(node)
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        """`range_of(node).start.line`, cheaper for a statement (`Locator.line_of`)."""
+        return self._located().line_of(node)
 
     def release(self) -> None:
         """Break the reference cycles of the analysis (a scope and its bindings, the
@@ -192,7 +199,7 @@ def diagnostics(analysis: Analysis, *, with_edits: bool = False) -> list[Diagnos
         message = finding.message
         if finding.related:
             # point at what the finding depends on elsewhere (an argparse default)
-            rows = sorted({analysis.range_of(n).start.line for n in finding.related})
+            rows = sorted({analysis.line_of(n) for n in finding.related})
             message += f" (line {', '.join(map(str, rows))})"
         fix = finding.fix
         no_fix_reason = finding.no_fix_reason

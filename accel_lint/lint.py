@@ -16,12 +16,10 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from accel_lint.cache import ResultCache, content_hash
 from accel_lint.config import Settings
 from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.files import ReadError, read_bytes, too_large
@@ -113,7 +111,7 @@ def _lint_source(
 
         return FileReport(path, [too_deep_to_analyse(path)])
     except Exception:  # a rule's bug must not take the whole run down
-        return FileReport(path, internal_error=traceback.format_exc())
+        return FileReport(path, internal_error=_format_exc())
 
 
 def _lint_notebook(path: str, data: bytes, settings: Settings, with_edits: bool) -> FileReport:
@@ -146,29 +144,43 @@ def _cell_order(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(diagnostics, key=lambda d: (d.cell or 0, d.row, d.column, d.code))
 
 
-def _lint_hashed(path: str, settings: Settings, with_edits: bool) -> tuple[FileReport, str | None]:
-    """The report and the hash of the bytes it describes (None when unreadable)."""
+def _format_exc() -> str:
+    import traceback  # only for a bug of ours
+
+    return traceback.format_exc()
+
+
+def _lint_hashed(
+    path: str, settings: Settings, with_edits: bool, hashed: bool = True
+) -> tuple[FileReport, str | None]:
+    """The report and the hash of the bytes it describes (None when unreadable, or
+    not `hashed`: without a cache nothing asks for it)."""
     try:
         data = read_bytes(path)
     except ReadError as exc:
         return FileReport(path, [parse_error(path, f"cannot read file: {exc}")]), None
-    return lint_bytes(path, data, settings, with_edits=with_edits), content_hash(data)
+    report = lint_bytes(path, data, settings, with_edits=with_edits)
+    if not hashed:
+        return report, None
+    from accel_lint.cache import content_hash  # hashlib loads only for a cached run
+
+    return report, content_hash(data)
 
 
 # Set once per worker process by `_init_worker`, so the settings cross the
 # process boundary once instead of once per file.
-_worker_state: tuple[Settings, bool] | None = None
+_worker_state: tuple[Settings, bool, bool] | None = None
 
 
-def _init_worker(settings: Settings, with_edits: bool = False) -> None:
+def _init_worker(settings: Settings, with_edits: bool = False, hashed: bool = True) -> None:
     global _worker_state
-    _worker_state = (settings, with_edits)
+    _worker_state = (settings, with_edits, hashed)
 
 
 def _worker_task(path: str) -> tuple[FileReport, str | None]:
     assert _worker_state is not None
-    settings, with_edits = _worker_state
-    return _lint_hashed(path, settings, with_edits)
+    settings, with_edits, hashed = _worker_state
+    return _lint_hashed(path, settings, with_edits, hashed)
 
 
 def _lint_crashed(path: str, how: str) -> tuple[FileReport, str | None]:
@@ -198,7 +210,11 @@ def lint_paths(
     jobs: int | None = None,
 ) -> list[FileReport]:
     """Reports in input order. `jobs`: worker processes (None: one per available CPU)."""
-    cache = ResultCache.open(settings) if use_cache else None
+    cache = None
+    if use_cache:
+        from accel_lint.cache import ResultCache, content_hash
+
+        cache = ResultCache.open(settings)
     reports: list[FileReport | None] = [None] * len(files)
     todo: list[int] = []
     weights: list[int] = []
@@ -234,11 +250,11 @@ def lint_paths(
             weights,
             jobs=workers,
             initializer=_init_worker,
-            initargs=(settings, with_edits),
+            initargs=(settings, with_edits, cache is not None),
             on_crash=_lint_crashed,
         )
     else:
-        outcomes = [_lint_hashed(path, settings, with_edits) for path in paths]
+        outcomes = [_lint_hashed(path, settings, with_edits, cache is not None) for path in paths]
 
     for index, (report, digest) in zip(todo, outcomes):
         reports[index] = report
@@ -347,7 +363,7 @@ def fix_bytes(path: str, data: bytes, settings: Settings, with_diff: bool = True
         report.remaining = [too_deep_to_analyse(path)]
         return report
     except Exception:
-        report.internal_error = traceback.format_exc()
+        report.internal_error = _format_exc()
         return report
     report.error = outcome.error
     report.note = outcome.note
@@ -437,7 +453,7 @@ def _fix_notebook(path: str, data: bytes, settings: Settings) -> FixReport:
                 for index in sorted(changed)
             )
     except Exception:
-        report.internal_error = traceback.format_exc()
+        report.internal_error = _format_exc()
     return report
 
 

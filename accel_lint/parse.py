@@ -24,7 +24,6 @@ import gc
 import io
 import sys
 import threading
-import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -294,6 +293,8 @@ def token_depth(text: str) -> int:
     CPython would not build a tree for): along the open brackets, the tokens since
     the last comma at each level. Items separated by commas are siblings, never
     nested in one another; anything else may be (`a + b + c`, `-(-(-a))`)."""
+    import tokenize  # only for a file CPython builds no tree for
+
     counts = [0]
     total = best = 0
     try:

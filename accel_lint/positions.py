@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
@@ -58,7 +59,8 @@ _AST_KINDS: dict[type[cst.CSTNode], tuple[type[ast.stmt], ...]] = {
 _BY_TEXT = frozenset(
     {cst.Call, cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation, cst.Comparison}
 )
-_EMPTY = cst.Module([])
+# statements without decorators whose first line is their keyword's (`line_of`)
+_HEADED = frozenset({cst.For, cst.While, cst.If, cst.With, cst.Try, cst.TryStar})
 
 
 def _chars(line: str, byte_offset: int) -> int:
@@ -121,6 +123,21 @@ class Locator:
                         self._reparser.remember(self.module, node, top, found)
             self._ranges[node] = found
         return found
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        """`range_of(node).start.line`. A loop, `if`, `with` or `try` statement of a block
+        starts on the line CPython's tree gives it, found without generating its code
+        (a finding's related loop would otherwise generate the whole loop)."""
+        if type(node) in _HEADED and node not in self._ranges and self._fresh is None:
+            parents = self._parent_map()
+            if node in parents:
+                try:
+                    unit, _ = self._unit(node, parents)
+                    if unit is node:
+                        return self._ast_statement(node, parents).lineno
+                except (_Unmapped, KeyError, IndexError, SyntaxError, ValueError, RecursionError):
+                    pass
+        return self.range_of(node).start.line
 
     def _top_level(self, node: cst.CSTNode) -> cst.CSTNode | None:
         parents = self._parent_map()
@@ -211,7 +228,19 @@ class Locator:
             segment = lines[0][start:] + "".join(lines[1:-1]) + lines[-1][:stop]
         if "\r" in segment:
             return None  # lines counted below by "\n" alone
-        code = _EMPTY.code_for_node(node)
+        try:
+            indent = self._indentation(statement)
+        except _Unmapped:
+            return None
+        # generated as inside its statement: a line the node continues in brackets
+        # starts with the statement's indentation (`ParenthesizedWhitespace.indent`)
+        state = CodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            indent_tokens=[indent] if indent else [],
+        )
+        node._codegen(state)
+        code = "".join(state.tokens)
         at = segment.find(code)
         if at < 0 or not code or segment.find(code, at + 1) >= 0:
             return None

@@ -206,3 +206,81 @@ def walk(
                         parents[value] = node
             if entering:
                 push((node, entering))
+
+
+# libcst's `node.children` rebuilds the node through a visitor (about 20 us a call);
+# `all_children` gives the same list from the fields. Per node type: the orders of its
+# fields libcst's answer showed, each with the fields it covers (see `all_children`).
+_ORDERS: dict[type[cst.CSTNode], list[tuple[frozenset[str], tuple[str, ...]]]] = {}
+_ALL_FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}
+
+
+def all_children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    """`node.children`, the same list: every child node, whitespace, punctuation and
+    labels included, in libcst's order. libcst visits a type's fields in one fixed
+    order; the first node of a type that fills a set of fields asks libcst and keeps
+    the order its answer shows, which then serves every node of the type that fills
+    no other field (`tests/test_walk.py` compares the two on every fixture's nodes)."""
+    kind = type(node)
+    names = _ALL_FIELDS.get(kind)
+    if names is None:
+        names = _ALL_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    filled: dict[str, Any] = {}
+    node_types = NODE_TYPES
+    for name in names:
+        value = getattr(node, name)
+        value_kind = type(value)
+        if value_kind is list or value_kind is tuple:
+            if value:
+                filled[name] = value
+        else:
+            found = node_types.get(value_kind)
+            if found or (found is None and is_node_type(value_kind)):
+                filled[name] = value
+    for covered, order in _ORDERS.get(kind, ()):
+        if covered.issuperset(filled):
+            out: list[cst.CSTNode] = []
+            for name in order:
+                value = filled.get(name)
+                if value is None:
+                    continue
+                if type(value) is list or type(value) is tuple:
+                    out.extend(value)
+                else:
+                    out.append(value)
+            return out
+    children = node.children
+    shown = _order_of(children, filled)
+    if shown is not None:
+        _ORDERS.setdefault(kind, []).append((frozenset(filled), shown))
+    return children
+
+
+def _order_of(children: Sequence[cst.CSTNode], filled: dict[str, Any]) -> tuple[str, ...] | None:
+    """The order of the fields that `children` shows, or None when the children are not
+    exactly the filled fields' nodes, field after field (then libcst is always asked)."""
+    field_of: dict[int, str] = {}
+    for name, value in filled.items():
+        for item in value if type(value) is list or type(value) is tuple else (value,):
+            if id(item) in field_of or not is_node(item):
+                return None
+            field_of[id(item)] = name
+    order: list[str] = []
+    for child in children:
+        holder = field_of.get(id(child))
+        if holder is None:
+            return None
+        if not order or order[-1] != holder:
+            if holder in order:
+                return None  # a field's nodes apart: not field after field
+            order.append(holder)
+    if set(order) != set(filled):
+        return None
+    rebuilt = [
+        item
+        for name in order
+        for item in (filled[name] if type(filled[name]) in (list, tuple) else (filled[name],))
+    ]
+    if len(rebuilt) != len(children) or any(a is not b for a, b in zip(rebuilt, children)):
+        return None
+    return tuple(order)

@@ -339,7 +339,8 @@ def test_the_runner_loads_in_an_interpreter_without_accel_lint(tmp_path: Path) -
 # classes, the engine and the rules the file's words name; what it does not need
 # costs start-up time on every commit, so it must stay out: libcst's matchers and
 # codemods, the worker pool (fewer than eight files to lint), diffs (no fix shown),
-# the cache writer's temporary files (no cache), a TOML reader (no configuration).
+# the cache writer's temporary files and its hashes (no cache), a TOML reader (no
+# configuration), the traceback module (no bug of ours to print).
 # The fixer may load: the summary counts the findings a file's fixes reveal.
 NOT_FOR_ONE_FILE = (
     "libcst.matchers",
@@ -348,7 +349,9 @@ NOT_FOR_ONE_FILE = (
     "concurrent.futures",
     "difflib",
     "tempfile",
+    "hashlib",
     "tomllib",
+    "traceback",
     "accel_lint.parallel",
 )
 

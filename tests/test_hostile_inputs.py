@@ -384,7 +384,7 @@ from accel_lint.cli import main
 
 marker = Path(sys.argv[1])
 
-def slow_or_big(path, settings, with_edits):
+def slow_or_big(path, settings, with_edits, hashed=True):
     if path.endswith("a.py"):
         report = lint.FileReport(path, internal_error="x" * 300_000_000)
         marker.write_text("")

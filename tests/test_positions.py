@@ -111,3 +111,47 @@ def test_ranges_found_in_the_text_equal_libcst(text: str) -> None:
     assert locator._full is None
     if text == TEXT_SHAPES:  # the text's way is taken: f(a) and g(b) only where unique
         assert by_text >= 10
+
+
+@pytest.mark.parametrize(
+    "text",
+    [*(p.read_text(encoding="utf-8") for p in FILES), SHAPES.replace("\t", "    ")],
+    ids=[*(str(p.relative_to(ROOT)) for p in FILES), "shapes"],
+)
+def test_the_first_line_of_every_statement_and_expression_is_libcst_s(text: str) -> None:
+    """`line_of`, which a finding's related nodes ask (`(line 150)`): each node asked
+    first, with nothing located before it; a loop, `if`, `with` or `try` of a block
+    is answered from CPython's tree, without generating its code."""
+    module = cst.parse_module(text)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    locator = Locator(module, text)
+    headed = 0
+    for node in walk_nodes(module):
+        if isinstance(node, (cst.BaseStatement, cst.BaseExpression)):
+            locator._ranges.clear()
+            assert locator.line_of(node) == expected[node].start.line
+            headed += not locator._ranges  # nothing generated, nothing found in the text
+    assert locator._full is None
+    if text.startswith("import torch  # a comment"):  # SHAPES: each kind of statement
+        assert headed == 5  # if, for, try, with, while (an `elif` is not of a block)
+
+
+def test_a_call_continued_on_indented_lines_is_found_in_the_text() -> None:
+    """Its continuation lines start with the block's indentation: generated as inside
+    its statement, the call's code is the file's, so no statement is generated."""
+    text = (
+        "def train(loader):\n"
+        "    for x in loader:\n"
+        "        out = model(\n"
+        "            x.to(device),\n"
+        "            k(4))\n"
+        "        out.backward()\n"
+    )
+    module = cst.parse_module(text)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    calls = [n for n in walk_nodes(module) if isinstance(n, cst.Call)]
+    assert len(calls) == 4
+    for call in calls:
+        locator = Locator(module, text)
+        assert locator.range_of(call) == expected[call]
+        assert len(locator._ranges) == 1  # found in the text, nothing generated

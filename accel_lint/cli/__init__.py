@@ -16,7 +16,6 @@ import importlib
 import io
 import os
 import sys
-import traceback
 from typing import Any
 
 import click
@@ -123,6 +122,8 @@ def _exit_if_pool_abandoned(code: int) -> None:
 
 
 def _internal_error() -> click.exceptions.Exit:
+    import traceback  # only for a bug of ours
+
     click.echo(
         "accel-lint: error: internal error; this is a bug in accel-lint, please report "
         f"it with the command line.\n{traceback.format_exc()}",

@@ -40,6 +40,7 @@ from accel_lint.facts.syntax import is_main_test
 from accel_lint.facts.training import Training
 from accel_lint.names import BindingKind, Scope, import_bindings
 from accel_lint.torch_api import PROCESS_LAUNCHERS
+from accel_lint.walk import all_children
 
 _MAX_DEPTH = 4
 
@@ -379,7 +380,7 @@ def _contains(statement: cst.CSTNode, node: cst.CSTNode | None) -> bool:
             return True
         if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
             continue
-        stack.extend(current.children)
+        stack.extend(all_children(current))
     return False
 
 

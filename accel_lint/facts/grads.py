@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from accel_lint.facts.file import FileFacts, Guard
+from accel_lint.walk import all_children
 
 
 def beside_none_branch(facts: FileFacts, guards: tuple[Guard, ...]) -> bool:
@@ -37,7 +38,7 @@ def _sets_none(node: cst.CSTNode) -> bool:
             return True
         if isinstance(current, cst.Call) and _zero_grad_to_none(current):
             return True
-        stack.extend(current.children)
+        stack.extend(all_children(current))
     return False
 
 

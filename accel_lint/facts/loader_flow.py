@@ -32,6 +32,7 @@ from accel_lint.facts.order import Orders
 from accel_lint.facts.syntax import argument_for, last_name, returns
 from accel_lint.names import BindingKind, Scope, resolves_to
 from accel_lint.torch_api import DATALOADER
+from accel_lint.walk import all_children
 
 _MAX_DEPTH = 12
 # Calls whose iteration yields the batches of their first argument.
@@ -486,7 +487,7 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
         current = stack.pop()
         if isinstance(current, cst.Call):
             out.append(current)
-        stack.extend(current.children)
+        stack.extend(all_children(current))
     return out
 
 

@@ -29,6 +29,7 @@ from accel_lint.facts.file import CallSite, FileFacts, Guard, LoopSite
 from accel_lint.facts.syntax import children, descendants, last_name
 from accel_lint.facts.tree import Tree
 from accel_lint.names import Scope, resolves_to
+from accel_lint.walk import all_children
 
 Loop = Union[cst.For, cst.While]
 
@@ -839,7 +840,7 @@ def _mentions_epoch(expr: cst.CSTNode) -> bool:
         elif isinstance(node, cst.Call):
             stack.extend(arg.value for arg in node.args)  # not the callee: `range`, `tqdm`
         else:
-            stack.extend(node.children)
+            stack.extend(all_children(node))
     return False
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from accel_lint.facts.literals import string_value
-from accel_lint.walk import child_fields, is_node
+from accel_lint.walk import all_children, child_fields, is_node
 
 
 def last_name(expr: cst.BaseExpression) -> str | None:
@@ -44,7 +44,7 @@ def returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression | None]:
                 cst.MatchCase,
             ),
         ):
-            stack.extend(node.children)
+            stack.extend(all_children(node))
 
 
 def sub_expressions(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
@@ -56,7 +56,7 @@ def sub_expressions(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
             continue
         if isinstance(node, cst.BaseExpression):
             yield node
-        stack.extend(node.children)
+        stack.extend(all_children(node))
 
 
 def argument_for(

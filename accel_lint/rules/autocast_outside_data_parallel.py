@@ -27,6 +27,7 @@ from accel_lint.names import (
 )
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import DATA_PARALLEL
+from accel_lint.walk import all_children
 
 AUTOCAST = frozenset(
     {
@@ -469,12 +470,12 @@ def _forward(class_def: cst.ClassDef) -> cst.FunctionDef | None:
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
     out: list[cst.Call] = []
-    stack = list(node.children)
+    stack = list(all_children(node))
     while stack:
         current = stack.pop()
         if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         if isinstance(current, cst.Call):
             out.append(current)
-        stack.extend(current.children)
+        stack.extend(all_children(current))
     return out

@@ -25,6 +25,7 @@ from accel_lint.facts.loader_flow import LoaderFlow
 from accel_lint.names import BindingKind, Scope, resolves_to
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import ACCELERATOR_TYPES, DEFAULT_COLLATE, DEVICE_TESTS, VARIABLE
+from accel_lint.walk import all_children
 
 _MAX_DEPTH = 2
 _ITEM_VIEWS = frozenset({"items", "values"})
@@ -342,7 +343,7 @@ class _Walk:
                 self.scan(small.value, batch)
                 batch = batch - set(_target_names(small.target))
             else:
-                for child in small.children:
+                for child in all_children(small):
                     if isinstance(child, cst.BaseExpression):
                         self.scan(child, batch)
         return batch
@@ -391,7 +392,7 @@ def _expressions(
             )
             stack.extend((part, inner) for part in parts)
             continue
-        stack.extend((child, names) for child in node.children)
+        stack.extend((child, names) for child in all_children(node))
 
 
 def _derived(expr: cst.BaseExpression, batch: set[str], scope: Scope) -> bool:

@@ -18,6 +18,7 @@ from accel_lint.facts.loops import Loops
 from accel_lint.names import dotted_name
 from accel_lint.rule import FixSafety, Rule
 from accel_lint.torch_api import TORCH_COMPILE
+from accel_lint.walk import all_children
 
 _CACHES = ("cache", "lru_cache", "cached_property")
 
@@ -147,7 +148,7 @@ def _tests_equality(test: cst.BaseExpression) -> bool:
             return True
         if isinstance(node, cst.Lambda):
             continue
-        stack.extend(node.children)
+        stack.extend(all_children(node))
     return False
 
 
@@ -172,5 +173,5 @@ def _mentioned(test: cst.BaseExpression) -> set[str]:
                 attr = string_value(args[1].value)
                 if receiver is not None and attr is not None:
                     out.add(f"{receiver}.{attr}")
-        stack.extend(node.children)
+        stack.extend(all_children(node))
     return out

@@ -24,6 +24,7 @@ from accel_lint.facts.tree import Tree
 from accel_lint.names import BindingKind, qualified_names
 from accel_lint.rule import Equivalence, Fix, FixSafety, Replacement, Rule, Verification
 from accel_lint.torch_api import FLOAT16
+from accel_lint.walk import all_children
 
 _REMOVED_STATEMENTS = ("update", "unscale_", "load_state_dict")
 # expressions that can take an attribute without parentheses
@@ -257,7 +258,7 @@ def _pure(expr: cst.BaseExpression) -> bool:
         node = stack.pop()
         if isinstance(node, (cst.Call, cst.Await, cst.Yield, cst.NamedExpr)):
             return False
-        stack.extend(node.children)
+        stack.extend(all_children(node))
     return True
 
 

@@ -19,6 +19,7 @@ from accel_lint.edits import add_keyword, code_for, expression
 from accel_lint.names import Scope, qualified_names, spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import CAST_CREATORS, CAST_METHODS, DTYPES, SET_DEFAULT_DTYPE
+from accel_lint.walk import all_children
 
 _CREATORS = CAST_CREATORS
 # creators whose result is float32 (the default dtype) whatever their arguments:
@@ -249,7 +250,7 @@ def _has_float(expr: cst.BaseExpression) -> bool:
         node = stack.pop()
         if isinstance(node, cst.Float):
             return True
-        stack.extend(node.children)
+        stack.extend(all_children(node))
     return False
 
 

@@ -13,6 +13,7 @@ from accel_lint.facts.file import CallSite
 from accel_lint.names import qualified_names
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.torch_api import DTYPE_EXACT_CREATORS, RANDOM_CREATORS, TENSOR_CREATORS
+from accel_lint.walk import all_children
 
 # Keywords of `.to()` / `.cuda()` the fix drops: nothing is copied any more.
 _COPY_ONLY = frozenset({"non_blocking", "copy"})
@@ -182,5 +183,5 @@ def _quoted(text: str, near: cst.CSTNode) -> str:
         if isinstance(node, cst.SimpleString) and string_value(node) is not None:
             quote = node.quote[0] if node.quote in ("'", '"') else '"'
             break
-        stack.extend(node.children)
+        stack.extend(all_children(node))
     return f"{quote}{text}{quote}"

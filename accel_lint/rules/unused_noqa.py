@@ -18,6 +18,7 @@ import libcst as cst
 
 from accel_lint.noqa import NOQA, OUR_CODE, Directive, without_codes
 from accel_lint.rule import Equivalence, Fix, FixSafety, Replacement, Rule, Verification
+from accel_lint.walk import all_children
 
 _Holder = Union[cst.TrailingWhitespace, cst.EmptyLine]
 
@@ -89,7 +90,7 @@ def _holders(module: cst.Module) -> list[_Holder]:
             if node.comment is not None and NOQA.search(node.comment.value):
                 out.append(node)
             continue
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(all_children(node)))
     return out
 
 

@@ -22,6 +22,7 @@ from accel_lint.facts import FileFacts
 from accel_lint.facts.tree import Tree
 from accel_lint.names import BindingKind, Scope
 from accel_lint.rules.conv_bias_before_norm.collected import Collected, Edge
+from accel_lint.walk import all_children
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def _ids(node: cst.CSTNode) -> set[int]:
     while stack:
         current = stack.pop()
         out.add(id(current))
-        stack.extend(current.children)
+        stack.extend(all_children(current))
     return out
 
 
@@ -161,7 +162,7 @@ def _root_names(expr: cst.CSTNode) -> set[str]:
         elif isinstance(node, cst.Name):
             names.add(node.value)
         else:
-            stack.extend(node.children)
+            stack.extend(all_children(node))
     return names
 
 
@@ -190,7 +191,7 @@ def _targets(stmt: cst.CSTNode) -> Iterator[cst.BaseExpression]:
             yield from (t.target for t in node.targets)
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
             yield node.target
-        stack.extend(node.children)
+        stack.extend(all_children(node))
 
 
 def _negated(test: cst.BaseExpression) -> str:

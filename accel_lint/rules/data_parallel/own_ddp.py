@@ -32,6 +32,7 @@ from accel_lint.rule import Fix, Replacement
 from accel_lint.rules.data_parallel.shape import ALREADY_DISTRIBUTED, NoFix, line_of
 from accel_lint.rules.data_parallel.tree import Tree
 from accel_lint.torch_api import INIT_PROCESS_GROUP
+from accel_lint.walk import all_children
 
 _LOG_CALLS = frozenset({"print", "info", "warning", "warn", "debug", "log"})
 _LOCAL = re.compile(r"local", re.IGNORECASE)
@@ -178,7 +179,7 @@ def _rank_terms(
             continue
         if isinstance(node, (cst.Call, cst.Lambda)):
             continue  # `torch.cuda.device_count()`, `isinstance(m, ...)`: not switches
-        stack.extend(node.children)
+        stack.extend(all_children(node))
 
 
 def _tests_no_rank(test: cst.BaseExpression, scope: Scope, ranks: RankAnalysis) -> bool:

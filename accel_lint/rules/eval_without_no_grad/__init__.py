@@ -21,6 +21,7 @@ from accel_lint.facts.torch_objects import Kind, TorchObjects
 from accel_lint.names import spelling_for
 from accel_lint.rule import Equivalence, Fix, FixSafety, Rule, Verification
 from accel_lint.rules.eval_without_no_grad.safety import ReturnsPlainNumbers
+from accel_lint.walk import all_children
 
 __all__ = ["EvalWithoutNoGrad"]
 
@@ -152,5 +153,5 @@ def _contains(expr: cst.CSTNode, node: cst.CSTNode) -> bool:
         current = stack.pop()
         if current is node:
             return True
-        stack.extend(current.children)
+        stack.extend(all_children(current))
     return False

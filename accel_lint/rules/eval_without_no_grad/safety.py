@@ -19,6 +19,7 @@ import libcst as cst
 from accel_lint.facts import FileFacts
 from accel_lint.facts.syntax import last_name
 from accel_lint.names import LOCAL, Scope, qualified_names
+from accel_lint.walk import all_children
 
 # Results that are never tensors holding a graph, whatever they are called on.
 _PLAIN_METHODS = frozenset({"item", "tolist", "numpy", "size", "numel", "dim", "nelement"})
@@ -249,7 +250,7 @@ def _own_nodes(func: cst.FunctionDef) -> Iterator[cst.CSTNode]:
             yield node
         elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
             yield node.value
-        stack.extend(node.children)
+        stack.extend(all_children(node))
 
 
 def _write_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:

@@ -17,6 +17,7 @@ import libcst as cst
 from accel_lint.facts import int_value
 from accel_lint.names import Scope, resolves_to
 from accel_lint.torch_api import ZEROS_LIKE
+from accel_lint.walk import all_children
 
 
 def _is_grad_of(expr: cst.BaseExpression, var: str, *, data: bool = False) -> bool:
@@ -241,4 +242,4 @@ def _small_nodes(node: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
         if isinstance(current, cst.BaseSmallStatement):
             yield current
             continue
-        stack.extend(current.children)
+        stack.extend(all_children(current))

@@ -22,6 +22,7 @@ from accel_lint.rules.sampler_missing_set_epoch.spelling import (
     sampler_at,
 )
 from accel_lint.torch_api import DISTRIBUTED_SAMPLER
+from accel_lint.walk import all_children
 
 
 def set_epoch_fix(script: Script, flow: Flow, epochs: list[Loop]) -> tuple[Fix | None, str]:
@@ -117,12 +118,12 @@ def _reads_underscore(body: cst.CSTNode) -> bool:
             stack.append(node.value)
             continue
         if isinstance(node, (cst.For, cst.CompFor)):
-            stack.extend(c for c in node.children if c is not node.target)
+            stack.extend(c for c in all_children(node) if c is not node.target)
             continue
         if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            stack.extend(c for c in node.children if c is not node.target)
+            stack.extend(c for c in all_children(node) if c is not node.target)
             continue
-        stack.extend(node.children)
+        stack.extend(all_children(node))
     return False
 
 

@@ -17,6 +17,7 @@ from accel_lint.facts.syntax import last_name
 from accel_lint.names import BindingKind, Scope, qualified_names
 from accel_lint.rules.save_on_every_rank.destination import destination
 from accel_lint.rules.save_on_every_rank.record import Record, Save
+from accel_lint.walk import all_children
 
 Target = Union[cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.With]
 # calls that read, copy or move the file the save wrote
@@ -176,7 +177,7 @@ def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
     while stack:
         current = stack.pop()
         out.append(current)
-        stack.extend(current.children)
+        stack.extend(all_children(current))
     return out
 
 
@@ -186,7 +187,7 @@ def _mentions(expr: cst.BaseExpression, paths: set[str]) -> bool:
         node = stack.pop()
         if isinstance(node, (cst.Name, cst.Attribute, cst.Call)) and code_for(node) in paths:
             return True
-        stack.extend(node.children)
+        stack.extend(all_children(node))
     return False
 
 
