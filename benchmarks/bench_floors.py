@@ -39,7 +39,8 @@ the median of the per-pair ratios (with each side's median beside it):
   shows what a change did. It is not time (libcst's native parser and our Python
   differ in instructions per second), and CPU time is what the goals are about:
   on pytorch/examples the CPU ratio came out 0.15-0.2 above the instruction
-  ratio in the three 10-pair runs of stops 33 and 34 (docs/performance.md).
+  ratio in the three 10-pair runs of stops 33 and 34, 0.06-0.12 above in the four
+  runs of stop 35 (docs/performance.md).
 
 TorchFix and ruff are not dependencies: install them in a throwaway venv (torch
 first, pinned, or pip resolves a multi-GB build):
