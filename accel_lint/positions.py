@@ -74,6 +74,10 @@ class _Unmapped(Exception):
     """The node's statement has no counterpart in CPython's tree that we can trust."""
 
 
+# what the cheap way raises where it cannot place a node: libcst's answer instead
+_CANNOT_MAP = (_Unmapped, KeyError, IndexError, SyntaxError, ValueError, RecursionError)
+
+
 class _Recorder:
     """The provider a `PositionProvidingCodegenState` writes node ranges into."""
 
@@ -114,7 +118,7 @@ class Locator:
         if found is None:
             try:
                 found = self._locate(node)
-            except (_Unmapped, KeyError, IndexError, SyntaxError, ValueError, RecursionError):
+            except _CANNOT_MAP:
                 found = self.full()[node]
             else:
                 if self._reparser is not None:
@@ -135,7 +139,7 @@ class Locator:
                     unit, _ = self._unit(node, parents)
                     if unit is node:
                         return self._ast_statement(node, parents).lineno
-                except (_Unmapped, KeyError, IndexError, SyntaxError, ValueError, RecursionError):
+                except _CANNOT_MAP:
                     pass
         return self.range_of(node).start.line
 
