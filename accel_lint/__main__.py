@@ -1,3 +1,3 @@
-from accel_lint.cli import main
+from accel_lint.cli import run
 
-main()
+run()
