@@ -112,6 +112,25 @@ def analysis_conditions() -> Iterator[None]:
             sys.setrecursionlimit(limit)
 
 
+def _identity_hash() -> None:
+    """libcst's nodes are equal only to themselves and hash by identity, through a
+    Python method (`CSTNode.__hash__` returns `id(self)`) that every node class
+    carries: each node put in a dict or a set (a parent map, an order, a scope's
+    nodes) is a Python call, 1% of a repository's check. `object.__hash__` is the
+    same identity hash, in C. Equality stays libcst's; only classes that kept
+    libcst's method change (a class with a hash of its own keeps it), and classes
+    defined later copy it from `CSTNode` (`CSTNode.__init_subclass__`)."""
+    python_hash = CSTNode.__dict__["__hash__"]
+    stack: list[type] = [CSTNode]
+    while stack:
+        cls = stack.pop()
+        if cls.__dict__.get("__hash__") is python_hash:
+            cls.__hash__ = object.__hash__  # type: ignore[assignment]
+        stack.extend(cls.__subclasses__())
+
+
+_identity_hash()
+
 _VALIDATE = CSTNode.__post_init__
 _unvalidated_lock = threading.Lock()
 _unvalidated_depth = 0

@@ -100,3 +100,26 @@ def test_nested_and_concurrent_parses_leave_the_checks_on():
         cst.Name("1x")  # off inside
     with pytest.raises(cst.CSTValidationError):
         cst.Name("1x")
+
+
+def test_nodes_hash_by_identity_in_c_and_stay_equal_only_to_themselves() -> None:
+    """`parse._identity_hash`: every libcst node class hashes with `object.__hash__`
+    (libcst's own method answered the same identity, through a Python call), and
+    equality is still libcst's: two nodes of the same code are two keys."""
+    from libcst._nodes.base import CSTNode
+
+    classes: list[type] = [CSTNode]
+    seen = 0
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        seen += 1
+        assert cls.__hash__ is object.__hash__, cls
+    assert seen > 150  # every node class of libcst, not a few
+    module = parse("m.py", "a = b + b\nc = b + b\n").module
+    assert module is not None
+    first, second = (s.body[0].value for s in module.body)  # type: ignore[attr-defined]
+    assert first.deep_equals(second) and first != second and first == first
+    table = {first: 1, second: 2}
+    assert table[first] == 1 and table[second] == 2 and len({first, second, first}) == 2
+    assert hash(first) == object.__hash__(first)
