@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import gc
 import io
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import libcst as cst
 from libcst._nodes.base import CSTNode
 
+from accel_lint import startup
 from accel_lint.called import Called, called
 from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.incremental import PART_CHARS, Reparser, parse_in_parts
@@ -131,13 +135,77 @@ def _identity_hash() -> None:
 
 _identity_hash()
 
-_VALIDATE = CSTNode.__post_init__
+# `_STATE[0]`: whether a node built now checks its fields (see `unvalidated`)
+_STATE = [True]
 _unvalidated_lock = threading.Lock()
 _unvalidated_depth = 0
 
 
-def _built(self: CSTNode) -> None:
-    """Each node's `__post_init__` while a text CPython accepted is parsed."""
+def _checked_inits() -> None:
+    """Give every libcst node class an `__init__` that calls the node's checks
+    (`__post_init__`) only while `_STATE[0]` says so. What `dataclasses` wrote for
+    these classes sets each field and then always makes that call, a Python call
+    per node even when it has nothing to do; this one sets each field through its
+    slot, as a frozen dataclass does, and tests a flag. Classes whose fields are not
+    all plain slotted `__init__` parameters keep libcst's method. The text of each
+    method depends only on its class's field names and which of them have defaults,
+    so it compiles through the table of dataclass methods (`startup.py`): a run
+    with the table compiles none of them."""
+    stack: list[type] = [CSTNode]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        # a class reached again through another base is done; libcst's classes
+        # before `add_slots` rebuilt them are still listed, and keep their method
+        if cls in LIBCST_INITS:
+            continue
+        if (
+            "__init__" in cls.__dict__
+            and dataclasses.is_dataclass(cls)
+            and not getattr(cls, "__abstractmethods__", None)  # never built itself
+        ):
+            init = _checked_init(cls)
+            if init is not None:
+                LIBCST_INITS[cls] = cls.__dict__["__init__"]
+                cls.__init__ = init  # type: ignore[method-assign]
+
+
+def _checked_init(cls: type) -> Callable[..., None] | None:
+    namespace: dict[str, Any] = {"_STATE": _STATE, "_FACTORY": _FACTORY}
+    parameters: list[str] = []
+    body: list[str] = []
+    for number, field in enumerate(dataclasses.fields(cls)):
+        slot = next((k.__dict__[field.name] for k in cls.__mro__ if field.name in k.__dict__), None)
+        if not field.init or field.kw_only or not isinstance(slot, types.MemberDescriptorType):
+            return None
+        name = field.name
+        namespace[f"_set{number}"] = slot.__set__
+        if field.default is not dataclasses.MISSING:
+            namespace[f"_default{number}"] = field.default
+            parameters.append(f"{name}=_default{number}")
+        elif field.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory{number}"] = field.default_factory
+            parameters.append(f"{name}=_FACTORY")
+            body.append(f"    if {name} is _FACTORY:\n        {name} = _factory{number}()")
+        else:
+            parameters.append(name)
+        body.append(f"    _set{number}(self, {name})")
+    text = (
+        f"def __init__(self, {', '.join(parameters)}):\n"
+        + "\n".join(body)
+        + "\n    if _STATE[0]:\n        self.__post_init__()\n"
+    )
+    startup.execute(text, namespace)
+    init: Callable[..., None] = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    return init
+
+
+_FACTORY = object()  # a parameter left to its field's default factory
+# libcst's own methods, of the classes `_checked_inits` gave another (for the tests)
+LIBCST_INITS: dict[type, Callable[..., None]] = {}
+_checked_inits()
 
 
 @contextlib.contextmanager
@@ -153,15 +221,14 @@ def unvalidated() -> Iterator[None]:
     global _unvalidated_depth
     with _unvalidated_lock:
         _unvalidated_depth += 1
-        if _unvalidated_depth == 1:
-            CSTNode.__post_init__ = _built  # type: ignore[method-assign]
+        _STATE[0] = False
     try:
         yield
     finally:
         with _unvalidated_lock:
             _unvalidated_depth -= 1
             if _unvalidated_depth == 0:
-                CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
+                _STATE[0] = True
 
 
 def too_deep(path: str, row: int = 1, column: int = 1, why: str = "") -> Diagnostic:

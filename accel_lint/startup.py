@@ -9,7 +9,9 @@ depends only on its class's fields, so its compiled code is the same in every ru
 `install` makes `dataclasses` compile through a table of code objects read from
 `__pycache__/dataclass-methods.<cache tag>.bin` beside this module, and the table
 is written again at exit when the run compiled a text it did not hold (never when
-Python writes no bytecode either: `PYTHONDONTWRITEBYTECODE`, `-B`).
+Python writes no bytecode either: `PYTHONDONTWRITEBYTECODE`, `-B`). The `__init__`
+that `parse.py` gives libcst's node classes compiles through the same table
+(`execute`): its text too depends only on the fields.
 
 Only the command line installs it (`cli.main`), never an import of the package: the
 verifier's children run the user's script, and its dataclasses are not ours to
@@ -55,6 +57,12 @@ def _exec(source: object, globals: Any = None, locals: Any = None, /) -> None:
             _compiled += 1
         source = code
     builtins.exec(source, globals, locals)  # type: ignore[arg-type]
+
+
+def execute(text: str, namespace: dict[str, Any]) -> None:
+    """`exec(text, namespace)` through the table: for a method whose text, like a
+    dataclass's, depends only on what it is generated for (`parse._checked_inits`)."""
+    _exec(text, namespace)
 
 
 def install() -> None:

@@ -123,3 +123,60 @@ def test_nodes_hash_by_identity_in_c_and_stay_equal_only_to_themselves() -> None
     table = {first: 1, second: 2}
     assert table[first] == 1 and table[second] == 2 and len({first, second, first}) == 2
     assert hash(first) == object.__hash__(first)
+
+
+def test_every_node_class_sets_its_fields_as_libcsts_own_init_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`parse._checked_inits`: for every libcst node class, a node built through the
+    new `__init__` has the fields that libcst's (`dataclasses`') method gives the
+    same arguments, and each default (a factory's too) where none is passed."""
+    import dataclasses
+
+    from libcst._nodes.base import CSTNode
+
+    from accel_lint.parse import LIBCST_INITS
+
+    classes: list[type] = [CSTNode]
+    concrete = []
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        if "__init__" in cls.__dict__ and dataclasses.is_dataclass(cls):
+            concrete.append(cls)
+    # every class libcst exports (the ones before `add_slots` rebuilt them are not)
+    exported = {
+        c for c in concrete if getattr(cst, c.__name__, None) is c and not c.__abstractmethods__
+    }
+    assert len(exported) > 150 and exported <= set(LIBCST_INITS) <= set(concrete)
+    concrete = sorted(LIBCST_INITS, key=lambda c: c.__qualname__)
+
+    tokens = [object(), object(), object(), object(), object(), object(), object()]
+    for cls in concrete:
+        fields = dataclasses.fields(cls)
+        given = {f.name: tokens[i % len(tokens)] for i, f in enumerate(fields)}
+        required = {
+            f.name: given[f.name]
+            for f in fields
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
+        for arguments in (given, required):
+            with unvalidated():
+                ours = cls(**arguments)
+            theirs = object.__new__(cls)
+            # libcst's method always checks: the tokens are not nodes
+            monkeypatch.setattr(CSTNode, "__post_init__", lambda self: None)
+            LIBCST_INITS[cls](theirs, **arguments)
+            monkeypatch.undo()
+            for f in fields:
+                a, b = getattr(ours, f.name), getattr(theirs, f.name)
+                if f.name in arguments or f.default_factory is dataclasses.MISSING:
+                    assert a is b, (cls, f.name)
+                else:  # a new object from the factory each time
+                    assert type(a) is type(b) and a is not b, (cls, f.name)
+                    assert not isinstance(a, cst.CSTNode) or a.deep_equals(b), (cls, f.name)
+        # validated outside the parse: an invalid node is refused, as libcst refuses it
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")
+    with unvalidated():
+        assert cst.Name("not a name").value == "not a name"
