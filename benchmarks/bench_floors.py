@@ -40,7 +40,9 @@ the median of the per-pair ratios (with each side's median beside it):
   differ in instructions per second), and CPU time is what the goals are about:
   on pytorch/examples the CPU ratio came out 0.15-0.2 above the instruction
   ratio in the three 10-pair runs of stops 33 and 34, 0.06-0.12 above in the four
-  runs of stop 35 (docs/performance.md).
+  runs of stop 35, and 0.00-0.04 above at stop 36, once the interpreter's
+  teardown at exit (memory-bound work: a tenth of the CPU for 1% of the
+  instructions) was skipped (docs/performance.md).
 
 TorchFix and ruff are not dependencies: install them in a throwaway venv (torch
 first, pinned, or pip resolves a multi-GB build):
