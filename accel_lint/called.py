@@ -89,18 +89,19 @@ _LEAVES = (ast.Name, ast.Constant)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _node_types(root: type) -> set[type]:
+def node_types(root: type) -> set[type]:
+    """`root` and every class derived from it, however indirectly."""
     found = {root}
     subclasses: list[type] = root.__subclasses__()
     for sub in subclasses:
-        found |= _node_types(sub)
+        found |= node_types(sub)
     return found
 
 
 # The walk decides by type, one lookup per child (CPython builds only these classes):
 # the nodes it enters, and the leaves it enters only when they would be the deepest.
-_ENTERED = frozenset(t for t in _node_types(ast.AST) if not issubclass(t, _NO_CALLS))
-_LEAF_TYPES = frozenset(t for t in _node_types(ast.AST) if issubclass(t, _LEAVES))
+_ENTERED = frozenset(t for t in node_types(ast.AST) if not issubclass(t, _NO_CALLS))
+_LEAF_TYPES = frozenset(t for t in node_types(ast.AST) if issubclass(t, _LEAVES))
 # the nodes the pass reads something from (all others are only descended)
 _READ = frozenset(
     {ast.Call, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor}

@@ -34,7 +34,7 @@ import libcst as cst
 from libcst._nodes.base import CSTNode
 
 from accel_lint import startup
-from accel_lint.called import Called, called
+from accel_lint.called import Called, called, node_types
 from accel_lint.diagnostic import Diagnostic, parse_error
 from accel_lint.incremental import PART_CHARS, Reparser, parse_in_parts
 from accel_lint.source import compile_ast, cpython_ast
@@ -125,12 +125,9 @@ def _identity_hash() -> None:
     libcst's method change (a class with a hash of its own keeps it), and classes
     defined later copy it from `CSTNode` (`CSTNode.__init_subclass__`)."""
     python_hash = CSTNode.__dict__["__hash__"]
-    stack: list[type] = [CSTNode]
-    while stack:
-        cls = stack.pop()
+    for cls in node_types(CSTNode):
         if cls.__dict__.get("__hash__") is python_hash:
             cls.__hash__ = object.__hash__  # type: ignore[assignment]
-        stack.extend(cls.__subclasses__())
 
 
 _identity_hash()
@@ -151,14 +148,9 @@ def _checked_inits() -> None:
     method depends only on its class's field names and which of them have defaults,
     so it compiles through the table of dataclass methods (`startup.py`): a run
     with the table compiles none of them."""
-    stack: list[type] = [CSTNode]
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        # a class reached again through another base is done; libcst's classes
-        # before `add_slots` rebuilt them are still listed, and keep their method
-        if cls in LIBCST_INITS:
-            continue
+    # libcst's classes before `add_slots` rebuilt them are still listed: their fields
+    # are no slots, and they keep their method (`_checked_init` answers None)
+    for cls in node_types(CSTNode):
         if (
             "__init__" in cls.__dict__
             and dataclasses.is_dataclass(cls)
