@@ -3,6 +3,7 @@ linting in this process, and no lost file when a worker dies."""
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import io
 import json
@@ -59,6 +60,78 @@ def _init(tag: str) -> None:
 
 def _read_init(_: int) -> list[str]:
     return list(_initialized)
+
+
+@pytest.fixture(params=["forked", "pooled"], autouse=True)
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both pools: the forked one Linux uses, and
+    `ProcessPoolExecutor` (what spawning platforms get), forking here."""
+    if request.param == "pooled":
+        monkeypatch.setattr(parallel, "_forked", parallel._pooled)
+        # a pool stopped by an exception is abandoned for the rest of the process
+        # (`exit_if_abandoned`): not this test process's later in-process runs
+        monkeypatch.setattr(parallel, "abandoned", False)
+    return str(request.param)
+
+
+def _square_or_raise(n: int) -> int:
+    if n == 5:
+        raise ValueError(f"item {n} is bad")
+    return n * n
+
+
+def _pid_or_die_on_7(n: int) -> int:
+    if n == 7 and os.getpid() != _PARENT:
+        os._exit(3)
+    return os.getpid()
+
+
+def _children() -> set[str]:
+    """This process's children, exited but not reaped ones included (Linux)."""
+    found: set[str] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            found.update((task / "children").read_text().split())
+    return found
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="Linux's /proc")
+
+
+@needs_proc
+def test_an_exception_in_a_worker_reaches_the_caller_and_ends_the_workers(
+    implementation: str,
+) -> None:
+    before = _children()
+    with pytest.raises(ValueError, match="item 5 is bad") as raised:
+        map_ordered(_square_or_raise, list(range(20)), [1] * 20, jobs=2)
+    assert "_square_or_raise" in str(raised.value.__cause__)  # the worker's traceback
+    if implementation == "forked":  # the executor's are ended, not waited for
+        assert _children() <= before  # ended and reaped
+
+
+@needs_proc
+def test_the_workers_are_reaped_after_a_run() -> None:
+    before = _children()
+    assert map_ordered(_square_with_pid, list(range(20)), [1] * 20, jobs=2)[0][0] == 0
+    assert _children() <= before
+
+
+def test_only_a_dead_workers_chunk_runs_again_one_item_per_process(implementation: str) -> None:
+    """The items of the chunk a worker died on run again, each in a process of its
+    own. The forked pool hands the chunks the dead worker would have had to the
+    others; a broken `ProcessPoolExecutor` leaves every chunk still pending to that."""
+    items = list(range(40))
+    chunks = chunked([1] * 40, jobs=2)
+    dead = next(chunk for chunk in chunks if 7 in chunk)
+    pids = map_ordered(_pid_or_die_on_7, items, [1] * 40, jobs=2)
+    assert pids[7] == os.getpid()  # it killed its own process too: run here (no on_crash)
+    alone = {pids[i] for i in dead if i != 7}
+    assert len(alone) == len(dead) - 1 and os.getpid() not in alone  # a process each
+    others = {pid for i, pid in enumerate(pids) if i not in dead}
+    assert not others & alone and os.getpid() not in others
+    if implementation == "forked":  # the executor's depend on when it saw the death
+        assert len(others) <= 2  # the two workers
 
 
 def test_results_come_back_in_input_order_from_worker_processes() -> None:
@@ -235,6 +308,8 @@ def test_workers_start_warm(tree: list[str], tmp_path: Path) -> None:
         reports = lint.lint_paths(sys.argv[1:], settings, jobs=2, use_cache=False)
         print(json.dumps([r.note for r in reports]))
         print(json.dumps(sorted(m for m in sys.modules if m.startswith("accel_lint.rules."))))
+        pools = ("concurrent.futures", "multiprocessing")
+        print(json.dumps([m for m in pools if m in sys.modules]))
         """
     )
     result = subprocess.run(
@@ -245,7 +320,11 @@ def test_workers_start_warm(tree: list[str], tmp_path: Path) -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    notes_line, rules_line = result.stdout.strip().splitlines()[-2:]
+    notes_line, rules_line, pools_line = result.stdout.strip().splitlines()[-3:]
+    # plain forks on Linux: neither pool library is imported (a third of what the
+    # workers cost beyond one process, in instructions)
+    if sys.platform.startswith("linux"):
+        assert json.loads(pools_line) == []
     seen = {tuple(json.loads(note)) for note in json.loads(notes_line) if note}
     assert len({pid for pid, _, _ in seen}) == 2  # two workers linted
     assert all(warm and frozen for _, warm, frozen in seen)
