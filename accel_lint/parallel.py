@@ -475,9 +475,7 @@ def exit_if_abandoned(code: int) -> None:
     the interpreter's shutdown (it would join the pool's manager thread)."""
     if not abandoned:
         return
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
+    _flush_std_streams()
     os._exit(code)
 
 
