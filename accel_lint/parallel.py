@@ -17,6 +17,7 @@ two threads to the parent. Elsewhere (spawn) `ProcessPoolExecutor` runs them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pickle
 import signal
@@ -86,20 +87,17 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-_PRCTL: list[Callable[..., int] | None] = []
-
-
+@functools.cache
 def _prctl() -> Callable[..., int] | None:
     """libc's `prctl`, looked up once: `_forked` asks before forking, so its workers
     inherit it instead of each importing ctypes (8 M instructions)."""
-    if not _PRCTL:
-        try:
-            import ctypes
+    try:
+        import ctypes
 
-            _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
-        except (OSError, AttributeError):  # pragma: no cover - no prctl
-            _PRCTL.append(None)
-    return _PRCTL[0]
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # pragma: no cover - no prctl
+        return None
+    return prctl
 
 
 @contextlib.contextmanager
